@@ -1,0 +1,124 @@
+"""Readers for claim files: FEVER's official format and HoVer's.
+
+FEVER (train/dev/test)::
+
+    {"id": 1, "verifiable": "VERIFIABLE", "label": "SUPPORTS", "claim": "...",
+     "evidence": [[[ann_id, ev_id, "Page", 3], ...], ...]}
+
+NEI claims carry ``[[[ann_id, null, null, null]]]``; test files have neither
+``label`` nor ``evidence``.  HoVer::
+
+    {"id": 96, "claim": "...", "label": "SUPPORTED", "num_hops": 2,
+     "evidence": [["Page", 0], ["Other_page", 0]]}
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+from garag.errors import ErrorPolicy, InputError
+from garag.types import Claim, SentenceId
+
+FEVER_LABELS = ("SUPPORTS", "REFUTES", "NOT ENOUGH INFO")
+HOVER_LABELS = ("SUPPORTED", "NOT_SUPPORTED")
+
+
+def _iter_json_lines(path: Path, policy: ErrorPolicy) -> Iterator[tuple[int, dict]]:
+    with open(path, encoding="utf-8") as fh:
+        for lineno, raw in enumerate(fh, start=1):
+            if not raw.strip():
+                continue
+            try:
+                obj = json.loads(raw)
+            except json.JSONDecodeError as e:
+                policy.handle(InputError(str(path), lineno, f"not valid JSON ({e.msg})"), "bad_json")
+                continue
+            if not isinstance(obj, dict):
+                policy.handle(InputError(str(path), lineno, "a claim line must be a JSON object"), "bad_json")
+                continue
+            yield lineno, obj
+
+
+def _check_common(obj: dict, path: Path, lineno: int, labels: tuple[str, ...]) -> None:
+    if "id" not in obj:
+        raise InputError(str(path), lineno, "claim has no 'id'")
+    if not isinstance(obj.get("claim"), str):
+        raise InputError(str(path), lineno, f"claim {obj['id']!r}: field 'claim' must be a string")
+    label = obj.get("label")
+    if label is not None and label not in labels:
+        raise InputError(str(path), lineno, f"claim {obj['id']!r}: unknown label {label!r} (expected one of {labels})",
+                         kind="unknown_label")
+
+
+def _fever_evidence(obj: dict, path: Path, lineno: int) -> tuple[tuple[SentenceId, ...], ...]:
+    sets = []
+    for group in obj.get("evidence") or []:
+        if not isinstance(group, list):
+            raise InputError(str(path), lineno, f"claim {obj['id']!r}: evidence set is not a list")
+        items = []
+        for item in group:
+            if not isinstance(item, list) or len(item) != 4:
+                raise InputError(
+                    str(path), lineno, f"claim {obj['id']!r}: evidence item {item!r} is not [ann_id, ev_id, page, line]"
+                )
+            page, line = item[2], item[3]
+            if page is None or line is None:
+                continue  # NEI placeholder
+            if not isinstance(page, str) or not isinstance(line, int):
+                raise InputError(str(path), lineno, f"claim {obj['id']!r}: bad evidence pointer {item!r}")
+            items.append(SentenceId(page, line))
+        if items:
+            sets.append(tuple(items))
+    return tuple(sets)
+
+
+def read_fever_claims(path: str | Path, policy: ErrorPolicy | None = None) -> Iterator[Claim]:
+    """Stream claims from a FEVER-format file (labels and evidence optional).
+
+    Raises:
+        InputError: naming file and line for malformed JSON, a missing field,
+            an unknown label, a repeated claim id or a bad evidence pointer.
+    """
+    path, policy = Path(path), policy or ErrorPolicy()
+    seen: set = set()
+    for lineno, obj in _iter_json_lines(path, policy):
+        try:
+            _check_common(obj, path, lineno, FEVER_LABELS)
+            if obj["id"] in seen:
+                raise InputError(str(path), lineno, f"claim id {obj['id']!r} repeated", kind="repeated_id")
+            evidence = _fever_evidence(obj, path, lineno)
+        except InputError as e:
+            policy.handle(e)
+            continue
+        seen.add(obj["id"])
+        yield Claim(id=obj["id"], text=obj["claim"], label=obj.get("label"), evidence=evidence)
+
+
+def read_hover_claims(path: str | Path, policy: ErrorPolicy | None = None) -> Iterator[Claim]:
+    """Stream claims from HoVer's format (one evidence set of ``[page, line]`` pairs)."""
+    path, policy = Path(path), policy or ErrorPolicy()
+    seen: set = set()
+    for lineno, obj in _iter_json_lines(path, policy):
+        try:
+            _check_common(obj, path, lineno, HOVER_LABELS)
+            if obj["id"] in seen:
+                raise InputError(str(path), lineno, f"claim id {obj['id']!r} repeated", kind="repeated_id")
+            items = []
+            for item in obj.get("evidence") or []:
+                if not (isinstance(item, list) and len(item) == 2 and isinstance(item[0], str)
+                        and isinstance(item[1], int)):
+                    raise InputError(str(path), lineno, f"claim {obj['id']!r}: evidence item {item!r} is not [page, line]")
+                items.append(SentenceId(item[0], item[1]))
+        except InputError as e:
+            policy.handle(e)
+            continue
+        seen.add(obj["id"])
+        yield Claim(
+            id=obj["id"],
+            text=obj["claim"],
+            label=obj.get("label"),
+            evidence=(tuple(items),) if items else (),
+            num_hops=obj.get("num_hops"),
+        )

@@ -1,0 +1,95 @@
+"""Dataset adapters: a claims reader, a corpus and a label set.
+
+A dataset maps its own labels onto FEVER's three verdicts so that one
+pipeline serves all of them.  Register your own with ``register_dataset``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from garag.claims import FEVER_LABELS, HOVER_LABELS, read_fever_claims, read_hover_claims
+from garag.errors import ErrorPolicy
+from garag.types import Claim
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+DATA_DIR = REPO_ROOT / "data"
+
+
+@dataclass(frozen=True)
+class Dataset:
+    """A claims file, its corpus and its labels.
+
+    Attributes:
+        name: short name used in reports.
+        claims_path: claims file.
+        corpus_path: wiki-pages directory, .jsonl or .zip.
+        labels: the dataset's own label strings.
+        reader: claims reader for the file format.
+        verdict_to_label: FEVER verdict -> this dataset's label (for scoring 3-way output).
+        ptb_tokenized: whether corpus text uses FEVER's PTB tokens.
+    """
+
+    name: str
+    claims_path: Path
+    corpus_path: Path
+    labels: tuple[str, ...]
+    reader: Callable[..., Iterator[Claim]]
+    verdict_to_label: dict[str, str] = field(default_factory=dict)
+    ptb_tokenized: bool = True
+
+    def claims(self, policy: ErrorPolicy | None = None) -> Iterator[Claim]:
+        """Stream the claims."""
+        return self.reader(self.claims_path, policy)
+
+
+def fever(claims: str | Path | None = None, corpus: str | Path | None = None) -> Dataset:
+    """FEVER 1.0 (paper_dev subset and its corpus by default)."""
+    return Dataset(
+        name="fever",
+        claims_path=Path(claims or DATA_DIR / "fever" / "paper_dev.subset.jsonl"),
+        corpus_path=Path(corpus or DATA_DIR / "fever" / "wiki-pages"),
+        labels=FEVER_LABELS,
+        reader=read_fever_claims,
+        verdict_to_label={lab: lab for lab in FEVER_LABELS},
+        ptb_tokenized=True,
+    )
+
+
+def hover(claims: str | Path | None = None, corpus: str | Path | None = None) -> Dataset:
+    """HoVer multi-hop subset: SUPPORTS -> SUPPORTED, REFUTES/NEI -> NOT_SUPPORTED."""
+    return Dataset(
+        name="hover",
+        claims_path=Path(claims or DATA_DIR / "hover" / "claims.jsonl"),
+        corpus_path=Path(corpus or DATA_DIR / "hover" / "wiki-pages"),
+        labels=HOVER_LABELS,
+        reader=read_hover_claims,
+        verdict_to_label={"SUPPORTS": "SUPPORTED", "REFUTES": "NOT_SUPPORTED", "NOT ENOUGH INFO": "NOT_SUPPORTED"},
+        ptb_tokenized=False,
+    )
+
+
+_REGISTRY: dict[str, Callable[..., Dataset]] = {"fever": fever, "hover": hover}
+
+
+def register_dataset(name: str, factory: Callable[..., Dataset]) -> None:
+    """Make a dataset available by name to the CLI and configs."""
+    _REGISTRY[name] = factory
+
+
+def get_dataset(name: str, claims: str = "", corpus: str = "", claim_format: str = "fever") -> Dataset:
+    """A dataset by name; ``custom`` takes explicit paths and a claim format.
+
+    Raises:
+        ValueError: unknown name, or ``custom`` without paths.
+    """
+    if name == "custom":
+        if not claims or not corpus:
+            raise ValueError("data.dataset=custom needs data.claims and data.corpus")
+        base = fever if claim_format == "fever" else hover
+        return Dataset(**{**base(claims, corpus).__dict__, "name": Path(claims).stem})
+    if name not in _REGISTRY:
+        raise ValueError(f"unknown dataset {name!r} (known: {', '.join(sorted(_REGISTRY))}, custom)")
+    return _REGISTRY[name](claims or None, corpus or None)

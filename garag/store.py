@@ -1,0 +1,256 @@
+"""SQLite sentence store: the single source of sentence text for every retriever.
+
+One row per non-empty ``(page, line)`` with its text and hyperlinks, and a page
+table.  Row ids are dense, ``0..N-1`` in corpus order, so index-based
+retrievers (BM25, FAISS) store row ids and resolve them here.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+from tqdm import tqdm
+
+from garag.errors import ErrorPolicy, InputError
+from garag.types import Sentence, SentenceId
+from garag.wiki import iter_pages
+
+_SCHEMA = """
+CREATE TABLE pages (
+    page_idx INTEGER PRIMARY KEY,
+    page TEXT NOT NULL UNIQUE,
+    n_lines INTEGER NOT NULL,
+    first_row INTEGER,
+    n_sentences INTEGER NOT NULL
+);
+CREATE TABLE sentences (
+    row INTEGER PRIMARY KEY,
+    page_idx INTEGER NOT NULL,
+    line INTEGER NOT NULL,
+    text TEXT NOT NULL,
+    links TEXT
+);
+"""
+_INDEXES = "CREATE UNIQUE INDEX sentences_page_line ON sentences(page_idx, line);"
+
+
+def build_store(
+    corpus: str | Path,
+    db_path: str | Path,
+    policy: ErrorPolicy | None = None,
+    batch_size: int = 10_000,
+    progress: bool = True,
+) -> dict:
+    """Build the store from a wiki-pages corpus in one streaming pass.
+
+    Raises:
+        InputError: a page id repeats (naming it), or a malformed page (unless skipping).
+
+    Returns:
+        Counts for ``meta.json``: pages, sentences, empty line slots, skipped records.
+    """
+    policy = policy or ErrorPolicy()
+    con = sqlite3.connect(db_path)
+    con.executescript("PRAGMA journal_mode=WAL; PRAGMA synchronous=OFF;" + _SCHEMA)
+    seen_pages: dict[str, int] = {}
+    page_rows, sent_rows = [], []
+    row = 0
+    n_slots = 0
+    bar = tqdm(desc="sentence store: pages", unit=" pages", disable=not progress, mininterval=1.0)
+    for page in iter_pages(corpus, policy):
+        if page.id in seen_pages:
+            policy.handle(InputError(str(corpus), None, f"page id {page.id!r} appears twice"), "duplicate_page")
+            continue
+        page_idx = len(seen_pages)
+        seen_pages[page.id] = page_idx
+        first = row
+        for line, text, links in page.sentences():
+            sent_rows.append((row, page_idx, line, text, json.dumps(links) if links else None))
+            row += 1
+        n_slots += len(page.lines)
+        page_rows.append((page_idx, page.id, len(page.lines), first if row > first else None, row - first))
+        if len(sent_rows) >= batch_size:
+            _flush(con, page_rows, sent_rows)
+        bar.update(1)
+    _flush(con, page_rows, sent_rows)
+    bar.close()
+    con.executescript(_INDEXES)
+    con.commit()
+    con.execute("PRAGMA journal_mode=DELETE")
+    con.close()
+    return {
+        "pages": len(seen_pages),
+        "sentences": row,
+        "line_slots": n_slots,
+        "skipped": dict(policy.counts),
+    }
+
+
+def _flush(con: sqlite3.Connection, page_rows: list, sent_rows: list) -> None:
+    con.executemany("INSERT INTO pages VALUES (?,?,?,?,?)", page_rows)
+    con.executemany("INSERT INTO sentences VALUES (?,?,?,?,?)", sent_rows)
+    page_rows.clear()
+    sent_rows.clear()
+
+
+class SentenceStore:
+    """Read access to a built store.  Cheap to construct; opens SQLite lazily.
+
+    Connections are per thread (SQLite objects cannot cross threads).
+    """
+
+    def __init__(self, db_path: str | Path) -> None:
+        self.db_path = Path(db_path)
+        if not self.db_path.is_file():
+            raise FileNotFoundError(f"{self.db_path}: sentence store not found (run `garag index` first)")
+        self._con: sqlite3.Connection | None = None
+        self._page_idx: dict[str, int] | None = None
+        self._page_names: list[str] | None = None
+
+    @property
+    def con(self) -> sqlite3.Connection:
+        if self._con is None:
+            self._con = sqlite3.connect(f"file:{self.db_path}?mode=ro", uri=True, check_same_thread=False)
+        return self._con
+
+    def _pages(self) -> tuple[dict[str, int], list[str]]:
+        if self._page_idx is None:
+            names = [r[0] for r in self.con.execute("SELECT page FROM pages ORDER BY page_idx")]
+            self._page_names = names
+            self._page_idx = {p: i for i, p in enumerate(names)}
+        return self._page_idx, self._page_names  # type: ignore[return-value]
+
+    def __len__(self) -> int:
+        return self.con.execute("SELECT COUNT(*) FROM sentences").fetchone()[0]
+
+    @property
+    def n_pages(self) -> int:
+        return len(self._pages()[1])
+
+    def page_names(self) -> list[str]:
+        """All page ids, index = page number."""
+        return list(self._pages()[1])
+
+    def has_page(self, page: str) -> bool:
+        return page in self._pages()[0]
+
+    def page_of_row(self, rows: Iterable[int]) -> list[str]:
+        """Page ids for row ids (same order)."""
+        names = self._pages()[1]
+        rows = list(rows)
+        out = {}
+        for chunk in _chunks(rows, 900):
+            q = f"SELECT row, page_idx FROM sentences WHERE row IN ({','.join('?' * len(chunk))})"
+            out.update(dict(self.con.execute(q, chunk).fetchall()))
+        return [names[out[r]] for r in rows]
+
+    def ids_of_rows(self, rows: Iterable[int]) -> list[SentenceId]:
+        """Sentence ids for row ids (same order)."""
+        return [s.id for s in self.sentences_by_rows(rows)]
+
+    def sentences_by_rows(self, rows: Iterable[int]) -> list[Sentence]:
+        """Sentences for row ids, in the order given.
+
+        Raises:
+            KeyError: a row id is not in the store.
+        """
+        names = self._pages()[1]
+        rows = list(rows)
+        found: dict[int, Sentence] = {}
+        for chunk in _chunks(rows, 900):
+            q = f"SELECT row, page_idx, line, text, links FROM sentences WHERE row IN ({','.join('?' * len(chunk))})"
+            for r, p, line, text, links in self.con.execute(q, chunk):
+                found[r] = Sentence(SentenceId(names[p], line), text, tuple(json.loads(links)) if links else ())
+        missing = [r for r in rows if r not in found]
+        if missing:
+            raise KeyError(f"rows not in the sentence store: {missing[:5]}")
+        return [found[r] for r in rows]
+
+    def get(self, sid: SentenceId) -> Sentence | None:
+        """One sentence by FEVER id, or None (unknown page, or an empty line)."""
+        idx = self._pages()[0].get(sid.page)
+        if idx is None:
+            return None
+        r = self.con.execute(
+            "SELECT text, links FROM sentences WHERE page_idx=? AND line=?", (idx, sid.line)
+        ).fetchone()
+        if r is None:
+            return None
+        return Sentence(sid, r[0], tuple(json.loads(r[1])) if r[1] else ())
+
+    def row_of(self, sid: SentenceId) -> int | None:
+        """Row id of a sentence, or None."""
+        idx = self._pages()[0].get(sid.page)
+        if idx is None:
+            return None
+        r = self.con.execute("SELECT row FROM sentences WHERE page_idx=? AND line=?", (idx, sid.line)).fetchone()
+        return None if r is None else r[0]
+
+    def page(self, page: str) -> list[Sentence]:
+        """All non-empty sentences of a page in line order ([] for an unknown page)."""
+        return self.pages([page]).get(page, [])
+
+    def pages(self, pages: Iterable[str]) -> dict[str, list[Sentence]]:
+        """Sentences of several pages, keyed by page id (unknown pages are absent)."""
+        page_idx, names = self._pages()
+        idxs = sorted({page_idx[p] for p in pages if p in page_idx})
+        out: dict[str, list[Sentence]] = {}
+        for chunk in _chunks(idxs, 900):
+            q = (
+                "SELECT page_idx, line, text, links FROM sentences "
+                f"WHERE page_idx IN ({','.join('?' * len(chunk))}) ORDER BY page_idx, line"
+            )
+            for p, line, text, links in self.con.execute(q, chunk):
+                out.setdefault(names[p], []).append(
+                    Sentence(SentenceId(names[p], line), text, tuple(json.loads(links)) if links else ())
+                )
+        return out
+
+    def rows_of_pages(self, pages: Iterable[str]) -> dict[str, list[int]]:
+        """Row ids of each page's sentences."""
+        page_idx, names = self._pages()
+        idxs = sorted({page_idx[p] for p in pages if p in page_idx})
+        out: dict[str, list[int]] = {}
+        for chunk in _chunks(idxs, 900):
+            q = f"SELECT page_idx, row FROM sentences WHERE page_idx IN ({','.join('?' * len(chunk))}) ORDER BY row"
+            for p, r in self.con.execute(q, chunk):
+                out.setdefault(names[p], []).append(r)
+        return out
+
+    def iter_rows(self, batch_size: int = 10_000) -> Iterator[tuple[int, str, str]]:
+        """Stream ``(row, page, text)`` in row order, for index builders."""
+        names = self._pages()[1]
+        cur = self.con.execute("SELECT row, page_idx, text FROM sentences ORDER BY row")
+        while True:
+            batch = cur.fetchmany(batch_size)
+            if not batch:
+                return
+            for r, p, text in batch:
+                yield r, names[p], text
+
+    def iter_pages_text(self) -> Iterator[tuple[int, str, list[str]]]:
+        """Stream ``(page_idx, page, [sentence texts])`` in page order, for page-level indexes."""
+        cur = self.con.execute("SELECT page_idx, text FROM sentences ORDER BY page_idx, line")
+        names = self._pages()[1]
+        current, texts = None, []
+        for p, text in cur:
+            if p != current:
+                if current is not None:
+                    yield current, names[current], texts
+                current, texts = p, []
+            texts.append(text)
+        if current is not None:
+            yield current, names[current], texts
+
+    def close(self) -> None:
+        if self._con is not None:
+            self._con.close()
+            self._con = None
+
+
+def _chunks(items: list, n: int) -> Iterator[list]:
+    for i in range(0, len(items), n):
+        yield items[i : i + n]

@@ -1,0 +1,80 @@
+"""Small frozen dataclasses passed between stages.
+
+JSON conversion happens at the edges only (readers, writers, the CLI).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+
+
+class Label(str, Enum):
+    """FEVER's three verdicts; the values are FEVER's strings."""
+
+    SUPPORTS = "SUPPORTS"
+    REFUTES = "REFUTES"
+    NOT_ENOUGH_INFO = "NOT ENOUGH INFO"
+
+
+@dataclass(frozen=True, order=True)
+class SentenceId:
+    """Exactly FEVER's evidence pointer: raw page id and sentence number."""
+
+    page: str
+    line: int
+
+    def to_json(self) -> list:
+        return [self.page, self.line]
+
+
+@dataclass(frozen=True)
+class Sentence:
+    """One non-empty sentence of the corpus."""
+
+    id: SentenceId
+    text: str
+    links: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A claim to verify.
+
+    Attributes:
+        id: the dataset's claim id (FEVER: int).
+        text: the claim as written.
+        label: the dataset's own label string, or None for blind test files.
+        evidence: gold evidence sets; any one complete set suffices (HoVer has one).
+        num_hops: number of evidence pages for multi-hop datasets, else None.
+    """
+
+    id: int | str
+    text: str
+    label: str | None = None
+    evidence: tuple[tuple[SentenceId, ...], ...] = ()
+    num_hops: int | None = None
+
+    @property
+    def verifiable(self) -> bool:
+        """True when the claim has at least one non-empty gold evidence set."""
+        return any(len(s) > 0 for s in self.evidence)
+
+
+@dataclass(frozen=True)
+class Hit:
+    """A retrieved sentence.
+
+    Attributes:
+        sentence: the FEVER ``(page, line)`` id.
+        score: higher is better; comparable only within one retriever's list.
+        retriever: name of the retriever that produced this hit ("fused" after fusion).
+        query: the query text that found it, when several queries were used.
+        sources: for fused hits, the retrievers that found the sentence.
+    """
+
+    sentence: SentenceId
+    score: float
+    retriever: str
+    query: str | None = None
+    sources: tuple[str, ...] = field(default=())

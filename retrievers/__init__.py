@@ -1,0 +1,1 @@
+"""Sentence retrievers behind one small interface (see ``retrievers.base``)."""

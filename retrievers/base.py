@@ -1,0 +1,57 @@
+"""The retriever protocol and the context an index is built in."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol, runtime_checkable
+
+from garag.store import SentenceStore
+from garag.types import Hit
+
+
+@dataclass(frozen=True)
+class IndexContext:
+    """What every index builder needs.
+
+    Attributes:
+        store: the sentence store (the only source of sentence text).
+        cache_dir: root of all artifacts.
+        fingerprint: corpus fingerprint (part of every artifact's hash).
+        progress: show progress bars on long steps.
+    """
+
+    store: SentenceStore
+    cache_dir: Path
+    fingerprint: str
+    progress: bool = True
+
+
+@runtime_checkable
+class Retriever(Protocol):
+    """Returns ranked FEVER sentence ids for a query.
+
+    Constructors are cheap; ``build()`` builds or reuses the on-disk index and
+    loads it.  ``retrieve`` must only be called after ``build()``.
+    """
+
+    name: str
+
+    def build(self, force: bool = False) -> Path:
+        """Build (or reuse) the index and load it; return its artifact directory."""
+        ...
+
+    def retrieve(self, query: str, k: int) -> list[Hit]:
+        """Top-``k`` hits for ``query``, best first (scores: higher is better)."""
+        ...
+
+    def retrieve_batch(self, queries: list[str], k: int) -> list[list[Hit]]:
+        """``retrieve`` for many queries at once (may be faster)."""
+        ...
+
+
+def page_title_text(page: str) -> str:
+    """Readable page title used as a prefix for sentence text in indexes."""
+    from garag.text import page_to_title
+
+    return page_to_title(page)
