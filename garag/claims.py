@@ -48,8 +48,12 @@ def _check_common(obj: dict, path: Path, lineno: int, labels: tuple[str, ...]) -
         raise InputError(str(path), lineno, f"claim {obj['id']!r}: field 'claim' must be a string")
     label = obj.get("label")
     if label is not None and label not in labels:
-        raise InputError(str(path), lineno, f"claim {obj['id']!r}: unknown label {label!r} (expected one of {labels})",
-                         kind="unknown_label")
+        raise InputError(
+            str(path),
+            lineno,
+            f"claim {obj['id']!r}: unknown label {label!r} (expected one of {labels})",
+            kind="unknown_label",
+        )
 
 
 def _fever_evidence(obj: dict, path: Path, lineno: int) -> tuple[tuple[SentenceId, ...], ...]:
@@ -61,7 +65,9 @@ def _fever_evidence(obj: dict, path: Path, lineno: int) -> tuple[tuple[SentenceI
         for item in group:
             if not isinstance(item, list) or len(item) != 4:
                 raise InputError(
-                    str(path), lineno, f"claim {obj['id']!r}: evidence item {item!r} is not [ann_id, ev_id, page, line]"
+                    str(path),
+                    lineno,
+                    f"claim {obj['id']!r}: evidence item {item!r} is not [ann_id, ev_id, page, line]",
                 )
             page, line = item[2], item[3]
             if page is None or line is None:
@@ -107,9 +113,15 @@ def read_hover_claims(path: str | Path, policy: ErrorPolicy | None = None) -> It
                 raise InputError(str(path), lineno, f"claim id {obj['id']!r} repeated", kind="repeated_id")
             items = []
             for item in obj.get("evidence") or []:
-                if not (isinstance(item, list) and len(item) == 2 and isinstance(item[0], str)
-                        and isinstance(item[1], int)):
-                    raise InputError(str(path), lineno, f"claim {obj['id']!r}: evidence item {item!r} is not [page, line]")
+                if not (
+                    isinstance(item, list)
+                    and len(item) == 2
+                    and isinstance(item[0], str)
+                    and isinstance(item[1], int)
+                ):
+                    raise InputError(
+                        str(path), lineno, f"claim {obj['id']!r}: evidence item {item!r} is not [page, line]"
+                    )
                 items.append(SentenceId(item[0], item[1]))
         except InputError as e:
             policy.handle(e)

@@ -75,7 +75,11 @@ class BM25Config:
     title_prefix: bool = True
 
     def __post_init__(self) -> None:
-        _check(self.method in ("lucene", "robertson", "atire", "bm25l", "bm25+"), "bm25.method", f"unknown {self.method!r}")
+        _check(
+            self.method in ("lucene", "robertson", "atire", "bm25l", "bm25+"),
+            "bm25.method",
+            f"unknown {self.method!r}",
+        )
         _check(self.k1 > 0, "bm25.k1", "must be > 0")
         _check(0 <= self.b <= 1, "bm25.b", "must be in [0, 1]")
 

@@ -66,7 +66,11 @@ def hover(claims: str | Path | None = None, corpus: str | Path | None = None) ->
         corpus_path=Path(corpus or DATA_DIR / "hover" / "wiki-pages"),
         labels=HOVER_LABELS,
         reader=read_hover_claims,
-        verdict_to_label={"SUPPORTS": "SUPPORTED", "REFUTES": "NOT_SUPPORTED", "NOT ENOUGH INFO": "NOT_SUPPORTED"},
+        verdict_to_label={
+            "SUPPORTS": "SUPPORTED",
+            "REFUTES": "NOT_SUPPORTED",
+            "NOT ENOUGH INFO": "NOT_SUPPORTED",
+        },
         ptb_tokenized=False,
     )
 

@@ -62,7 +62,9 @@ def build_store(
     bar = tqdm(desc="sentence store: pages", unit=" pages", disable=not progress, mininterval=1.0)
     for page in iter_pages(corpus, policy):
         if page.id in seen_pages:
-            policy.handle(InputError(str(corpus), None, f"page id {page.id!r} appears twice"), "duplicate_page")
+            policy.handle(
+                InputError(str(corpus), None, f"page id {page.id!r} appears twice"), "duplicate_page"
+            )
             continue
         page_idx = len(seen_pages)
         seen_pages[page.id] = page_idx
@@ -143,7 +145,7 @@ class SentenceStore:
         rows = list(rows)
         out = {}
         for chunk in _chunks(rows, 900):
-            q = f"SELECT row, page_idx FROM sentences WHERE row IN ({','.join('?' * len(chunk))})"
+            q = f"SELECT row, page_idx FROM sentences WHERE row IN ({_marks(chunk)})"
             out.update(dict(self.con.execute(q, chunk).fetchall()))
         return [names[out[r]] for r in rows]
 
@@ -161,9 +163,11 @@ class SentenceStore:
         rows = list(rows)
         found: dict[int, Sentence] = {}
         for chunk in _chunks(rows, 900):
-            q = f"SELECT row, page_idx, line, text, links FROM sentences WHERE row IN ({','.join('?' * len(chunk))})"
+            q = f"SELECT row, page_idx, line, text, links FROM sentences WHERE row IN ({_marks(chunk)})"
             for r, p, line, text, links in self.con.execute(q, chunk):
-                found[r] = Sentence(SentenceId(names[p], line), text, tuple(json.loads(links)) if links else ())
+                found[r] = Sentence(
+                    SentenceId(names[p], line), text, tuple(json.loads(links)) if links else ()
+                )
         missing = [r for r in rows if r not in found]
         if missing:
             raise KeyError(f"rows not in the sentence store: {missing[:5]}")
@@ -186,7 +190,9 @@ class SentenceStore:
         idx = self._pages()[0].get(sid.page)
         if idx is None:
             return None
-        r = self.con.execute("SELECT row FROM sentences WHERE page_idx=? AND line=?", (idx, sid.line)).fetchone()
+        r = self.con.execute(
+            "SELECT row FROM sentences WHERE page_idx=? AND line=?", (idx, sid.line)
+        ).fetchone()
         return None if r is None else r[0]
 
     def page(self, page: str) -> list[Sentence]:
@@ -201,7 +207,7 @@ class SentenceStore:
         for chunk in _chunks(idxs, 900):
             q = (
                 "SELECT page_idx, line, text, links FROM sentences "
-                f"WHERE page_idx IN ({','.join('?' * len(chunk))}) ORDER BY page_idx, line"
+                f"WHERE page_idx IN ({_marks(chunk)}) ORDER BY page_idx, line"
             )
             for p, line, text, links in self.con.execute(q, chunk):
                 out.setdefault(names[p], []).append(
@@ -215,7 +221,7 @@ class SentenceStore:
         idxs = sorted({page_idx[p] for p in pages if p in page_idx})
         out: dict[str, list[int]] = {}
         for chunk in _chunks(idxs, 900):
-            q = f"SELECT page_idx, row FROM sentences WHERE page_idx IN ({','.join('?' * len(chunk))}) ORDER BY row"
+            q = f"SELECT page_idx, row FROM sentences WHERE page_idx IN ({_marks(chunk)}) ORDER BY row"
             for p, r in self.con.execute(q, chunk):
                 out.setdefault(names[p], []).append(r)
         return out
@@ -249,6 +255,10 @@ class SentenceStore:
         if self._con is not None:
             self._con.close()
             self._con = None
+
+
+def _marks(chunk: list) -> str:
+    return ",".join("?" * len(chunk))
 
 
 def _chunks(items: list, n: int) -> Iterator[list]:

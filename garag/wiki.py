@@ -77,7 +77,9 @@ def _iter_text_lines(path: Path) -> Iterator[tuple[str, int, str]]:
                 yield str(path), i, line
 
 
-def parse_lines_field(lines: str, source: str, lineno: int) -> tuple[tuple[str, ...], tuple[tuple[str, ...], ...]]:
+def parse_lines_field(
+    lines: str, source: str, lineno: int
+) -> tuple[tuple[str, ...], tuple[tuple[str, ...], ...]]:
     """Parse a page's ``lines`` field into per-line texts and hyperlink targets.
 
     Raises:
@@ -95,7 +97,9 @@ def parse_lines_field(lines: str, source: str, lineno: int) -> tuple[tuple[str, 
         try:
             n = int(parts[0])
         except ValueError:
-            raise InputError(source, lineno, f"'lines' entry does not start with a sentence number: {raw[:60]!r}")
+            raise InputError(
+                source, lineno, f"'lines' entry does not start with a sentence number: {raw[:60]!r}"
+            ) from None
         if n < len(texts):
             raise InputError(source, lineno, f"sentence number {n} repeats or goes backwards")
         while len(texts) < n:
@@ -134,7 +138,9 @@ def iter_pages(path: str | Path, policy: ErrorPolicy | None = None) -> Iterator[
                 continue
             lines_field = obj.get("lines")
             if not isinstance(lines_field, str):
-                policy.handle(InputError(source, lineno, f"page {obj['id']!r} has no string 'lines'"), "missing_lines")
+                policy.handle(
+                    InputError(source, lineno, f"page {obj['id']!r} has no string 'lines'"), "missing_lines"
+                )
                 continue
             try:
                 texts, links = parse_lines_field(lines_field, source, lineno)

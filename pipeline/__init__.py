@@ -1,0 +1,1 @@
+"""Pipelines compose retrievers and verifiers; they hold no algorithms of their own."""
