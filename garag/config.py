@@ -188,6 +188,95 @@ class RetrievalConfig:
 
 
 @dataclass
+class VerifierConfig:
+    """NLI claim classifier.
+
+    Attributes:
+        model: a Hugging Face sequence-classification checkpoint (hub id or local path);
+            "" = the classifier garag trains itself (``garag train-verifier``).
+        label_map: model label name -> FEVER label, e.g. {"entailment": "SUPPORTS",
+            "neutral": "NOT ENOUGH INFO", "contradiction": "REFUTES"}; empty = read the
+            model's ``id2label`` and recognise the usual names.
+        mode: "concat" (one premise of the top-k sentences with their page titles) or
+            "per_sentence" (score each sentence, then aggregate).
+        top_k: evidence sentences given to the verifier.
+        nei_margin: per_sentence: predict NEI unless the best entailment or contradiction
+            probability beats the other by at least this much and exceeds ``min_confidence``.
+        min_confidence: per_sentence: smallest max(entail, contradict) probability to leave NEI.
+        max_length: tokens per (premise, claim) pair.
+        batch_size: pairs per forward pass.
+        device: "auto", "cpu" or "cuda".
+    """
+
+    model: str = ""
+    label_map: dict[str, str] = field(default_factory=dict)
+    mode: str = "concat"
+    top_k: int = 5
+    nei_margin: float = 0.0
+    min_confidence: float = 0.5
+    max_length: int = 256
+    batch_size: int = 32
+    device: str = "auto"
+
+    def __post_init__(self) -> None:
+        _check(self.mode in ("concat", "per_sentence"), "verifier.mode", "must be 'concat' or 'per_sentence'")
+        _check(1 <= self.top_k <= 50, "verifier.top_k", "must be in [1, 50]")
+        _check(self.max_length >= 16, "verifier.max_length", "must be >= 16")
+        _check(self.batch_size > 0, "verifier.batch_size", "must be > 0")
+        _check(self.device in ("auto", "cpu", "cuda", "mps"), "verifier.device", f"unknown {self.device!r}")
+        labels = ("SUPPORTS", "REFUTES", "NOT ENOUGH INFO")
+        for name, lab in self.label_map.items():
+            _check(lab in labels, f"verifier.label_map.{name}", f"must be one of {labels}, got {lab!r}")
+
+
+@dataclass
+class TrainConfig:
+    """Fine-tuning the verifier from an encoder checkpoint.
+
+    Attributes:
+        base_model: "minilm" (offline all-MiniLM-L6-v2), a hub id or a local path (e.g. DeBERTa-v3).
+        train_pairs: FEVER train (claim, label, page, line, sentence) pairs; "" = the embedded file.
+        epochs: maximum epochs (early stopping may end sooner).
+        learning_rate, weight_decay, warmup_ratio: AdamW with linear warm-up and decay.
+        batch_size: examples per step.
+        max_length: tokens per example.
+        val_fraction: share of train *claims* held out for early stopping and calibration.
+        patience: evaluations without validation improvement before stopping.
+        eval_every: steps between validation runs (0 = once per epoch).
+        nei_per_claim: NEI examples built per verifiable claim (hard negatives + other claims' evidence).
+        hard_negative_share: share of NEI examples whose premise is retrieved non-evidence.
+        distractors: retrieved non-evidence sentences added to gold premises (as at test time).
+        max_claims: use at most this many train claims (0 = all), for quick runs.
+        seed: random seed for splits, sampling and initialisation.
+    """
+
+    base_model: str = "minilm"
+    train_pairs: str = ""
+    epochs: int = 3
+    learning_rate: float = 5e-5
+    weight_decay: float = 0.01
+    warmup_ratio: float = 0.1
+    batch_size: int = 16
+    max_length: int = 256
+    val_fraction: float = 0.1
+    patience: int = 3
+    eval_every: int = 0
+    nei_per_claim: float = 0.5
+    hard_negative_share: float = 0.7
+    distractors: int = 3
+    max_claims: int = 0
+    seed: int = 13
+
+    def __post_init__(self) -> None:
+        _check(self.epochs > 0, "train.epochs", "must be > 0")
+        _check(self.learning_rate > 0, "train.learning_rate", "must be > 0")
+        _check(0 < self.val_fraction < 0.5, "train.val_fraction", "must be in (0, 0.5)")
+        _check(self.nei_per_claim >= 0, "train.nei_per_claim", "must be >= 0")
+        _check(0 <= self.hard_negative_share <= 1, "train.hard_negative_share", "must be in [0, 1]")
+        _check(self.batch_size > 0, "train.batch_size", "must be > 0")
+
+
+@dataclass
 class EvalConfig:
     """Retrieval evaluation settings.
 
@@ -212,6 +301,8 @@ class Config:
     fusion: FusionConfig = field(default_factory=FusionConfig)
     retrieval: RetrievalConfig = field(default_factory=RetrievalConfig)
     eval: EvalConfig = field(default_factory=EvalConfig)
+    verifier: VerifierConfig = field(default_factory=VerifierConfig)
+    train: TrainConfig = field(default_factory=TrainConfig)
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)

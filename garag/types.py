@@ -78,3 +78,35 @@ class Hit:
     retriever: str
     query: str | None = None
     sources: tuple[str, ...] = field(default=())
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """A sentence handed to a verifier, with its rank-stage score.
+
+    Attributes:
+        sentence: FEVER ``(page, line)`` id.
+        text: the sentence as stored (FEVER's PTB tokens for FEVER; verifiers de-tokenise).
+        score: retrieval or graph-ranking score (higher is better).
+    """
+
+    sentence: SentenceId
+    text: str
+    score: float = 0.0
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A verifier's decision.
+
+    Attributes:
+        label: the verdict.
+        explanation: short text naming the deciding sentence ids; no invented facts.
+        evidence: predicted evidence ids, at most 5 for FEVER scoring, best first.
+        scores: label -> probability (or score) for each of the three labels.
+    """
+
+    label: Label
+    explanation: str
+    evidence: tuple[SentenceId, ...] = ()
+    scores: dict[Label, float] = field(default_factory=dict)
