@@ -1,0 +1,473 @@
+"""BM25 with bm25s: a reusable on-disk index and the sentence retriever built on it.
+
+``BM25Index`` tokenises with ``bm25s.tokenization.Tokenizer`` (streaming, so
+the corpus text is never held in memory; only compact token-id postings are),
+computes bm25s's own term weights (``bm25s.scoring``) and hands the sparse
+matrix to a ``bm25s.BM25`` object, which saves, memory-maps and scores it.
+Building the matrix with numpy in document chunks instead of ``BM25.index``
+keeps peak memory at about 14 bytes per (document, term) pair; the test suite
+checks that the result equals ``BM25.index`` on the same tokens.
+
+``BM25Retriever`` indexes every sentence of the store (optionally with its
+page title in front); document ``i`` of the index is store row ``i``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import logging
+import unicodedata
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import bm25s
+import numpy as np
+from bm25s.scoring import _select_idf_scorer, _select_tfc_scorer
+from bm25s.tokenization import Tokenizer
+from tqdm import tqdm
+
+from garag.artifacts import build_artifact
+from garag.config import BM25Config
+from garag.store import SentenceStore
+from garag.text import detokenize, page_to_title
+from garag.types import Hit
+from retrievers.base import IndexContext
+
+logger = logging.getLogger(__name__)
+
+_META_FILE = "garag_bm25.json"
+_CHUNK_DOCS = 50_000  # documents tokenised per numpy batch while building
+_MATRIX_CHUNK = 1_000_000  # (document, term) entries weighted per numpy batch
+_NONOCCURRENCE_METHODS = ("bm25l", "bm25+")
+_DELTA = 0.5  # bm25s's default delta for BM25L / BM25+
+
+
+def normalize_text(text: str) -> str:
+    """Unicode NFKC, applied to documents and queries alike.
+
+    FEVER's wiki text is partly in decomposed form (NFD) while claims are
+    composed, and bm25s's word splitter cuts a decomposed ``Simón`` at the accent.
+    """
+    return unicodedata.normalize("NFKC", text)
+
+
+def _make_stemmer(language: str) -> Callable[[str], str] | None:
+    if not language:
+        return None
+    import Stemmer
+
+    try:
+        return Stemmer.Stemmer(language).stemWord
+    except KeyError as e:
+        raise ValueError(f"bm25.stemmer: PyStemmer has no language {language!r}") from e
+
+
+def _make_tokenizer(stopwords: str | list[str], stemmer: str) -> Tokenizer:
+    try:
+        return Tokenizer(lower=True, stopwords=stopwords or None, stemmer=_make_stemmer(stemmer))
+    except ValueError as e:
+        raise ValueError(f"bm25.stopwords: {e}") from e
+
+
+def _chunk_postings(docs: list[list[int]]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Token-id lists -> (term, tf) pairs sorted by document, document lengths, pairs per document."""
+    lengths = np.fromiter((len(d) for d in docs), dtype=np.int64, count=len(docs))
+    flat = np.fromiter(itertools.chain.from_iterable(docs), dtype=np.int64, count=int(lengths.sum()))
+    local = np.repeat(np.arange(len(docs), dtype=np.int64), lengths)
+    keys, tf = np.unique((local << 32) | flat, return_counts=True)
+    terms = (keys & 0xFFFFFFFF).astype(np.int32)
+    per_doc = np.bincount(keys >> 32, minlength=len(docs)).astype(np.int32)
+    # tf saturates in BM25 long before 65535, so uint16 loses nothing that matters.
+    return terms, np.minimum(tf, 65535).astype(np.uint16), lengths.astype(np.int32), per_doc
+
+
+def bm25_matrix(
+    terms: np.ndarray,
+    tfs: np.ndarray,
+    doc_len: np.ndarray,
+    per_doc: np.ndarray,
+    n_vocab: int,
+    method: str,
+    k1: float,
+    b: float,
+    delta: float = _DELTA,
+    chunk: int = _MATRIX_CHUNK,
+) -> tuple[dict, np.ndarray | None]:
+    """BM25 term weights as bm25s's CSC arrays (pure; no I/O).
+
+    Args:
+        terms, tfs: one entry per (document, distinct term), grouped by document in order.
+        doc_len: tokens per document (with repeats), as bm25s counts them.
+        per_doc: entries per document.
+        n_vocab: vocabulary size (term ids are ``0..n_vocab-1``).
+        method, k1, b, delta: bm25s's scoring parameters.
+        chunk: documents' entries processed at a time (bounds temporary memory).
+
+    Returns:
+        bm25s's ``scores`` dict (``data``, ``indices``, ``indptr``, ``num_docs``) with
+        each term's postings in document order, and the non-occurrence array of
+        BM25L/BM25+ (else None).
+    """
+    n_docs = len(doc_len)
+    if n_docs == 0:
+        raise ValueError("cannot build a BM25 index from no documents")
+    if n_docs >= 2**31:
+        raise ValueError(f"{n_docs} documents do not fit bm25s's int32 document ids")
+    avgdl = float(doc_len.mean())
+    df = np.bincount(terms, minlength=n_vocab)
+    idf = np.zeros(n_vocab, dtype=np.float64)
+    present = df > 0
+    distinct, inverse = np.unique(df[present], return_inverse=True)
+    idf_fn = _select_idf_scorer(method)
+    idf[present] = np.array([idf_fn(int(d), N=n_docs) for d in distinct], dtype=np.float64)[inverse]
+    idf32 = idf.astype(np.float32)
+    tfc_fn = _select_tfc_scorer(method)
+    nonocc = None
+    if method in _NONOCCURRENCE_METHODS:
+        tfc0 = tfc_fn(tf_array=0, l_d=avgdl, l_avg=avgdl, k1=k1, b=b, delta=delta)
+        nonocc = np.where(present, idf * tfc0, 0.0).astype(np.float32)
+
+    indptr = np.zeros(n_vocab + 1, dtype=np.int64)
+    np.cumsum(df, out=indptr[1:])
+    heads = indptr[:-1].copy()
+    data = np.empty(len(terms), dtype=np.float32)
+    indices = np.empty(len(terms), dtype=np.int32)
+    doc_end = np.cumsum(per_doc, dtype=np.int64)
+    d0, e0 = 0, 0
+    while d0 < n_docs:
+        d1 = int(np.searchsorted(doc_end, e0 + chunk, side="right"))
+        d1 = max(d1, d0 + 1)
+        e1 = int(doc_end[d1 - 1])
+        t = terms[e0:e1]
+        docs = np.repeat(np.arange(d0, d1, dtype=np.int32), per_doc[d0:d1])
+        # Same operand types and order as bm25s's per-document loop, so the float32 weights match.
+        tfc = tfc_fn(
+            tf_array=tfs[e0:e1].astype(np.float32),
+            l_d=doc_len[docs],
+            l_avg=np.float64(avgdl),
+            k1=k1,
+            b=b,
+            delta=delta,
+        )
+        weights = idf32[t] * tfc
+        if nonocc is not None:
+            weights = weights - nonocc[t]
+        # Counting sort into the columns: stable by term keeps each posting list in document order.
+        order = np.argsort(t, kind="stable")
+        ts = t[order]
+        rank = np.arange(len(ts), dtype=np.int64) - np.searchsorted(ts, ts, side="left")
+        pos = heads[ts] + rank
+        data[pos] = weights[order]
+        indices[pos] = docs[order]
+        uniq, counts = np.unique(ts, return_counts=True)
+        heads[uniq] += counts
+        d0, e0 = d1, e1
+    return {"data": data, "indices": indices, "indptr": indptr, "num_docs": n_docs}, nonocc
+
+
+class BM25Index:
+    """A bm25s index with the tokenizer settings that built it.
+
+    Build with ``BM25Index.build(texts, config)`` (or ``cached`` for an artifact),
+    ``save`` it, ``load`` it back (memory-mapped).  Search returns document
+    indices in build order.  Queries are tokenised exactly like the documents
+    (same splitter, stopwords and stemmer); unknown words are dropped.
+    """
+
+    FORMAT = 2  # bump when the on-disk layout or the text normalisation changes
+
+    def __init__(self, model: bm25s.BM25, stopwords: list[str], stemmer: str) -> None:
+        self.model = model
+        self.stemmer_language = stemmer
+        self._splitter = Tokenizer(stopwords=None).splitter
+        self._stopwords = frozenset(stopwords)
+        self._stem = _make_stemmer(stemmer)
+        self._vocab: dict[str, int] = model.vocab_dict
+
+    # -- building and persistence -------------------------------------------------------------
+
+    @classmethod
+    def build(
+        cls, texts: Iterable[str], config: BM25Config, progress: bool = False, total: int | None = None
+    ) -> BM25Index:
+        """Index ``texts`` (any iterable, consumed once) with ``config``'s tokenizer and BM25 variant.
+
+        Raises:
+            ValueError: no texts, or an unknown stopword list / stemmer language.
+        """
+        tokenizer = _make_tokenizer(config.stopwords, config.stemmer)
+        stream = tokenizer.streaming_tokenize(map(normalize_text, texts), update_vocab=True, allow_empty=True)
+        bar = tqdm(
+            stream, total=total, desc="bm25: tokenise", unit=" docs", disable=not progress, mininterval=1.0
+        )
+        parts: list[tuple[np.ndarray, ...]] = []
+        docs = iter(bar)  # one iterator: a disabled tqdm restarts (and loses) the stream on each iter()
+        while chunk := list(itertools.islice(docs, _CHUNK_DOCS)):
+            parts.append(_chunk_postings(chunk))
+        bar.close()
+        if not parts:
+            raise ValueError("cannot build a BM25 index from no documents")
+        terms, tfs, doc_len, per_doc = (np.concatenate(p) for p in zip(*parts, strict=True))
+        del parts
+        vocab = dict(tokenizer.get_vocab_dict())
+        logger.info("bm25: %d documents, %d terms, %d postings", len(doc_len), len(vocab), len(terms))
+        scores, nonocc = bm25_matrix(
+            terms, tfs, doc_len, per_doc, len(vocab), config.method, config.k1, config.b, chunk=_MATRIX_CHUNK
+        )
+        model = bm25s.BM25(k1=config.k1, b=config.b, delta=_DELTA, method=config.method, backend="numpy")
+        model.scores = scores
+        model.nonoccurrence_array = nonocc
+        model.vocab_dict = vocab
+        model.unique_token_ids_set = set(vocab.values())
+        return cls(model, list(tokenizer.stopwords), config.stemmer)
+
+    def save(self, path: str | Path) -> None:
+        """Write the bm25s files plus the tokenizer settings to directory ``path``."""
+        path = Path(path)
+        self.model.save(path, show_progress=False)
+        meta = {"format": self.FORMAT, "stopwords": sorted(self._stopwords), "stemmer": self.stemmer_language}
+        (path / _META_FILE).write_text(json.dumps(meta), encoding="utf-8")
+
+    @classmethod
+    def load(cls, path: str | Path, mmap: bool = True) -> BM25Index:
+        """Load an index written by ``save`` (arrays memory-mapped unless ``mmap=False``).
+
+        Raises:
+            FileNotFoundError: ``path`` holds no saved index.
+        """
+        path = Path(path)
+        meta_path = path / _META_FILE
+        if not meta_path.is_file():
+            raise FileNotFoundError(f"{path}: no BM25 index here ({_META_FILE} missing)")
+        meta = json.loads(meta_path.read_text(encoding="utf-8"))
+        model = bm25s.BM25.load(path, mmap=mmap, show_progress=False)
+        return cls(model, meta["stopwords"], meta["stemmer"])
+
+    @classmethod
+    def cached(
+        cls,
+        ctx: IndexContext,
+        kind: str,
+        settings: dict,
+        config: BM25Config,
+        texts: Callable[[], Iterable[str]],
+        total: int | None = None,
+        force: bool = False,
+        extra: Callable[[Path], dict | None] | None = None,
+    ) -> tuple[Path, BM25Index]:
+        """Build (unless an identical artifact exists) and load an index under ``ctx.cache_dir``.
+
+        Args:
+            ctx: where artifacts live and the corpus fingerprint.
+            kind: artifact kind, e.g. ``"bm25"``.
+            settings: what the texts are; the BM25 config and format are added.
+            config: tokenizer and BM25 variant.
+            texts: called once, only when building, to stream the documents.
+            total: number of documents, for the progress bar.
+            force: rebuild even if the artifact exists.
+            extra: called with the build directory after the index is saved, to add
+                files of the caller's own; returns extra ``meta.json`` fields.
+        """
+        full = {**settings, **cls.settings(config)}
+
+        def build(tmp: Path) -> dict:
+            index = cls.build(texts(), config, progress=ctx.progress, total=total)
+            index.save(tmp)
+            info = {"documents": index.num_docs, "vocabulary": len(index._vocab)}
+            if extra is not None:
+                info.update(extra(tmp) or {})
+            return info
+
+        path = build_artifact(ctx.cache_dir, kind, full, ctx.fingerprint, build, force=force)
+        return path, cls.load(path)
+
+    @classmethod
+    def over_sentences(
+        cls, config: BM25Config, ctx: IndexContext, force: bool = False
+    ) -> tuple[Path, BM25Index]:
+        """The sentence index of ``ctx.store`` (document ``i`` = store row ``i``), shared by retrievers."""
+        store = ctx.store
+        return cls.cached(
+            ctx,
+            "bm25",
+            {"unit": "sentence", "title_prefix": config.title_prefix},
+            config,
+            lambda: sentence_texts(store, config.title_prefix),
+            total=len(store),
+            force=force,
+        )
+
+    @classmethod
+    def settings(cls, config: BM25Config) -> dict:
+        """Everything about an index's construction except its texts, for artifact hashes."""
+        return {
+            "method": config.method,
+            "k1": config.k1,
+            "b": config.b,
+            "stopwords": config.stopwords,
+            "stemmer": config.stemmer,
+            "format": cls.FORMAT,
+            "bm25s": bm25s.__version__,
+        }
+
+    # -- querying -----------------------------------------------------------------------------
+
+    @property
+    def num_docs(self) -> int:
+        return int(self.model.scores["num_docs"])
+
+    def query_ids(self, query: str) -> list[int]:
+        """Token ids of ``query`` (repeats kept, as bm25s scores them); unknown words dropped."""
+        out = []
+        for word in self._splitter(normalize_text(query).lower()):
+            if word in self._stopwords:
+                continue
+            tid = self._vocab.get(self._stem(word) if self._stem else word)
+            if tid is not None:
+                out.append(tid)
+        return out
+
+    def _baseline(self, ids: Sequence[int]) -> float:
+        """Score of a document that contains none of ``ids`` (non-zero only for BM25L/BM25+)."""
+        nonocc = self.model.nonoccurrence_array
+        return float(nonocc[np.asarray(ids)].sum()) if nonocc is not None and len(ids) else 0.0
+
+    def scores(self, query: str | Sequence[int], weight_mask: np.ndarray | None = None) -> np.ndarray:
+        """bm25s scores of every document for ``query`` (text or token ids)."""
+        ids = self.query_ids(query) if isinstance(query, str) else list(query)
+        if not ids:
+            return np.zeros(self.num_docs, dtype=np.float32)
+        return self.model.get_scores_from_ids(ids, weight_mask=weight_mask)
+
+    def search(self, query: str | Sequence[int], k: int) -> tuple[np.ndarray, np.ndarray]:
+        """Top-``k`` documents that contain at least one query term, best first.
+
+        Ties are broken by document index, so results are deterministic.
+
+        Returns:
+            (document indices as int64, scores as float32); empty when no query word is known.
+        """
+        if k <= 0:
+            raise ValueError(f"k must be > 0, got {k}")
+        ids = self.query_ids(query) if isinstance(query, str) else list(query)
+        if not ids:
+            return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float32)
+        scores = self.model.get_scores_from_ids(ids)
+        matched = np.flatnonzero(scores > self._baseline(ids))
+        if len(matched) > k:
+            part = np.argpartition(-scores[matched], k - 1)[:k]
+            matched = matched[part]
+        order = np.lexsort((matched, -scores[matched]))
+        docs = matched[order].astype(np.int64)
+        return docs, scores[docs].astype(np.float32)
+
+    def search_many(
+        self, queries: Sequence[str | Sequence[int]], k: int, n_threads: int = 0
+    ) -> list[tuple[np.ndarray, np.ndarray]]:
+        """``search`` for many queries, on ``n_threads`` threads (0 = this thread)."""
+        if n_threads <= 0 or len(queries) < 2:
+            return [self.search(q, k) for q in queries]
+        with ThreadPoolExecutor(max_workers=n_threads) as pool:
+            return list(pool.map(lambda q: self.search(q, k), queries))
+
+    def score_docs(self, query: str | Sequence[int], docs: Sequence[int] | np.ndarray) -> np.ndarray:
+        """Scores of the given documents only (same values as ``scores(query)[docs]``).
+
+        Binary-searches each query term's posting list, so the cost depends on
+        ``len(docs)``, not on the corpus size.
+        """
+        docs = np.asarray(docs, dtype=np.int64)
+        if docs.size and (docs.min() < 0 or docs.max() >= self.num_docs):
+            raise ValueError(f"document ids must be in 0..{self.num_docs - 1}")
+        ids = self.query_ids(query) if isinstance(query, str) else list(query)
+        out = np.zeros(len(docs), dtype=np.float32)
+        if not ids or not len(docs):
+            return out
+        data, indices, indptr = (self.model.scores[key] for key in ("data", "indices", "indptr"))
+        for tid in ids:
+            start, end = int(indptr[tid]), int(indptr[tid + 1])
+            if start == end:
+                continue
+            posting = indices[start:end]
+            pos = np.minimum(np.searchsorted(posting, docs), end - start - 1)
+            hit = posting[pos] == docs
+            out[hit] += data[start:end][pos[hit]]
+        if self.model.nonoccurrence_array is not None:
+            out += np.float32(self._baseline(ids))
+        return out
+
+
+def sentence_text(page: str, text: str, title_prefix: bool) -> str:
+    """The text indexed for one sentence: readable title (optional) + de-tokenised sentence."""
+    body = detokenize(text)
+    return f"{page_to_title(page)} {body}" if title_prefix else body
+
+
+def sentence_texts(store: SentenceStore, title_prefix: bool) -> Iterator[str]:
+    """Stream the indexed text of every store row, in row order."""
+    expected = 0
+    for row, page, text in store.iter_rows():
+        if row != expected:
+            raise ValueError(f"{store.db_path}: row ids are not dense (expected {expected}, got {row})")
+        expected += 1
+        yield sentence_text(page, text, title_prefix)
+
+
+class BM25Retriever:
+    """BM25 over the sentences of the store (bm25s).
+
+    Args:
+        config: tokenizer and BM25 parameters.
+        ctx: the store, cache directory and corpus fingerprint.
+        name: the ``retriever`` field of the hits.
+    """
+
+    def __init__(self, config: BM25Config, ctx: IndexContext, name: str = "bm25") -> None:
+        self.config = config
+        self.ctx = ctx
+        self.name = name
+        self._index: BM25Index | None = None
+
+    @property
+    def index(self) -> BM25Index:
+        if self._index is None:
+            raise RuntimeError(f"retriever {self.name!r}: call build() before retrieving")
+        return self._index
+
+    def build(self, force: bool = False) -> Path:
+        """Build (or reuse) the sentence index and load it."""
+        path, self._index = BM25Index.over_sentences(self.config, self.ctx, force=force)
+        return path
+
+    def retrieve(self, query: str, k: int) -> list[Hit]:
+        """Top-``k`` sentences for ``query``; [] when no query word is in the vocabulary.
+
+        Raises:
+            ValueError: empty query or ``k <= 0``.
+        """
+        _check_query(query, k)
+        docs, scores = self.index.search(query, k)
+        return self._hits(query, docs, scores)
+
+    def retrieve_batch(self, queries: list[str], k: int) -> list[list[Hit]]:
+        """``retrieve`` for each query (scored on two threads)."""
+        for q in queries:
+            _check_query(q, k)
+        results = self.index.search_many(queries, k, n_threads=2)
+        return [self._hits(q, d, s) for q, (d, s) in zip(queries, results, strict=True)]
+
+    def _hits(self, query: str, docs: np.ndarray, scores: np.ndarray) -> list[Hit]:
+        sids = self.ctx.store.ids_of_rows(docs.tolist())
+        return [
+            Hit(sentence=sid, score=float(s), retriever=self.name, query=query)
+            for sid, s in zip(sids, scores, strict=True)
+        ]
+
+
+def _check_query(query: str, k: int) -> None:
+    if not isinstance(query, str) or not query.strip():
+        raise ValueError(f"query must be a non-empty string, got {query!r}")
+    if k <= 0:
+        raise ValueError(f"k must be > 0, got {k}")
