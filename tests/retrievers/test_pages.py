@@ -55,7 +55,8 @@ def test_title_match_finds_plain_disambiguated_and_extended_liverpool_pages(page
     assert set(found) == {"The_Beatles", "Liverpool", "Liverpool_-LRB-band-RRB-", "Liverpool_F.C."}
     # Exact title > disambiguated title (no "band" in the claim) > title that only starts with the n-gram.
     assert found["Liverpool"] > found["Liverpool_-LRB-band-RRB-"] > found["Liverpool_F.C."]
-    assert found["The_Beatles"] == pytest.approx(1 / 3)  # "the beatles": 1 of 3 content words
+    # "the beatles": 1 of 3 content words, scaled by the configured title weight.
+    assert found["The_Beatles"] == pytest.approx(pages.config.title_weight / 3)
 
 
 def test_disambiguation_word_in_claim_lifts_that_page(pages: PageRetriever):
