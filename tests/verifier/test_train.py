@@ -1,0 +1,179 @@
+"""train_verifier on a toy task with a tiny real BERT: learning, outputs, resumption."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+import torch
+
+from garag.types import Label
+from verifier.checkpoint import classification_metrics, recover_checkpoint
+from verifier.train import TrainResult, train_verifier
+
+
+class Interrupt(RuntimeError):
+    """Simulated crash."""
+
+
+def _weights(model_dir: Path) -> dict[str, torch.Tensor]:
+    from safetensors.torch import load_file
+
+    return load_file(str(model_dir / "model.safetensors"))
+
+
+def test_learns_the_toy_task(trained: tuple[TrainResult, Path]) -> None:
+    result, out_dir = trained
+    assert result.steps == 32
+    assert result.resumed_from_step == 0
+    assert [h["step"] for h in result.history] == [16, 32]
+    first, last = result.history[0], result.history[-1]
+    assert last["train_loss"] < first["train_loss"]
+    assert result.best_val["accuracy"] == 1.0
+    assert result.best_val["per_class"]["REFUTES"]["recall"] == 1.0
+    assert result.seconds > 0
+
+
+def test_outputs_on_disk(trained: tuple[TrainResult, Path]) -> None:
+    result, out_dir = trained
+    assert result.model_dir == out_dir / "model"
+    config = json.loads((result.model_dir / "config.json").read_text())
+    assert config["id2label"] == {"0": "SUPPORTS", "1": "NOT ENOUGH INFO", "2": "REFUTES"}
+    assert (result.model_dir / "model.safetensors").is_file()
+    assert (result.model_dir / "tokenizer.json").is_file() or (result.model_dir / "vocab.txt").is_file()
+    meta = json.loads((result.model_dir / "garag_verifier.json").read_text())
+    assert meta["best_val"]["accuracy"] == result.best_val["accuracy"]
+    log = [json.loads(line) for line in (out_dir / "train_log.jsonl").read_text().splitlines()]
+    assert [e["step"] for e in log] == [16, 32]
+    assert log[-1]["val"] == result.history[-1]["val"]
+    # The heavy checkpoint is gone once the final model is in place; no temp dirs are left.
+    assert not (out_dir / "checkpoint").exists()
+    assert not [p for p in out_dir.iterdir() if p.name.startswith(".")]
+
+
+def test_finished_out_dir_returns_the_stored_result(
+    trained: tuple[TrainResult, Path], tiny_base: Path, toy_data, toy_config
+) -> None:
+    result, out_dir = trained
+    train, val = toy_data
+    again = train_verifier(train, val, toy_config(), str(tiny_base), out_dir, progress=False)
+    assert again.steps == result.steps
+    assert again.best_val == result.best_val
+    assert again.history == result.history
+    with pytest.raises(ValueError, match="different settings.*learning_rate|train"):
+        train_verifier(train, val, toy_config(learning_rate=5e-4), str(tiny_base), out_dir, progress=False)
+
+
+def test_resume_continues_from_the_checkpoint(
+    trained: tuple[TrainResult, Path], tiny_base: Path, tmp_path: Path, toy_data, toy_config
+) -> None:
+    reference, _ = trained
+    train, val = toy_data
+    steps_seen: list[int] = []
+
+    def crash_at_20(step: int, loss: float) -> None:
+        steps_seen.append(step)
+        if step == 20:
+            raise Interrupt("simulated crash")
+
+    with pytest.raises(Interrupt):
+        train_verifier(
+            train, val, toy_config(), str(tiny_base), tmp_path, progress=False,
+            checkpoint_every=10, on_step=crash_at_20,
+        )  # fmt: skip
+    assert steps_seen == list(range(1, 21))
+    state = json.loads((tmp_path / "checkpoint" / "trainer_state.json").read_text())
+    assert state["step"] == 20
+    assert [h["step"] for h in state["history"]] == [16]
+    assert not (tmp_path / "model").exists()
+
+    resumed_steps: list[int] = []
+    result = train_verifier(
+        train, val, toy_config(), str(tiny_base), tmp_path, progress=False,
+        on_step=lambda step, loss: resumed_steps.append(step),
+    )  # fmt: skip
+    assert result.resumed_from_step == 20
+    assert resumed_steps == list(range(21, 33))
+    assert result.steps == 32
+    log = [json.loads(line) for line in (tmp_path / "train_log.jsonl").read_text().splitlines()]
+    assert [e["step"] for e in log] == [16, 32]
+    # Same seed, same data: the resumed run is the uninterrupted run.
+    for got, want in zip(result.history, reference.history, strict=True):
+        assert got["val"]["accuracy"] == want["val"]["accuracy"]
+        assert got["val"]["loss"] == pytest.approx(want["val"]["loss"], abs=1e-5)
+        assert got["train_loss"] == pytest.approx(want["train_loss"], abs=1e-5)
+    ours, theirs = _weights(result.model_dir), _weights(reference.model_dir)
+    assert ours.keys() == theirs.keys()
+    for name in ours:
+        torch.testing.assert_close(ours[name], theirs[name], atol=1e-5, rtol=0)
+
+
+def test_resume_refuses_other_data(tiny_base: Path, tmp_path: Path, toy_data, toy_config) -> None:
+    train, val = toy_data
+
+    def crash(step: int, loss: float) -> None:
+        raise Interrupt
+
+    with pytest.raises(Interrupt):
+        train_verifier(
+            train,
+            val,
+            toy_config(),
+            str(tiny_base),
+            tmp_path,
+            progress=False,
+            checkpoint_every=1,
+            on_step=crash,
+        )
+    with pytest.raises(ValueError, match="train_digest"):
+        train_verifier(train[:-3], val, toy_config(), str(tiny_base), tmp_path, progress=False)
+
+
+def test_recover_checkpoint_after_a_crash_between_renames(tmp_path: Path) -> None:
+    old = tmp_path / ".checkpoint.old-1-2"
+    old.mkdir()
+    (old / "trainer_state.json").write_text("{}")
+    stale = tmp_path / ".checkpoint.tmp-abc"
+    stale.mkdir()
+    recovered = recover_checkpoint(tmp_path)
+    assert recovered == tmp_path / "checkpoint"
+    assert (recovered / "trainer_state.json").is_file()
+    assert sorted(os.listdir(tmp_path)) == ["checkpoint"]
+
+
+def test_recover_checkpoint_none(tmp_path: Path) -> None:
+    assert recover_checkpoint(tmp_path) is None
+
+
+def test_empty_inputs_are_rejected(tiny_base: Path, tmp_path: Path, toy_data, toy_config) -> None:
+    train, val = toy_data
+    with pytest.raises(ValueError, match="no training examples"):
+        train_verifier([], val, toy_config(), str(tiny_base), tmp_path)
+    with pytest.raises(ValueError, match="no validation examples"):
+        train_verifier(train, [], toy_config(), str(tiny_base), tmp_path)
+
+
+def test_classification_metrics() -> None:
+    # LABEL_ORDER indices: 0 SUPPORTS, 1 NOT ENOUGH INFO, 2 REFUTES
+    m = classification_metrics([0, 0, 1, 2], [0, 1, 1, 1], loss=0.5)
+    assert m["n"] == 4
+    assert m["accuracy"] == 0.5
+    assert m["loss"] == 0.5
+    assert m["per_class"][Label.SUPPORTS.value] == {"n": 2, "recall": 0.5, "precision": 1.0}
+    assert m["per_class"][Label.NOT_ENOUGH_INFO.value] == {"n": 1, "recall": 1.0, "precision": 1 / 3}
+    assert m["per_class"][Label.REFUTES.value] == {"n": 1, "recall": 0.0, "precision": 0.0}
+    f1_s, f1_n = 2 * 1.0 * 0.5 / 1.5, 2 * (1 / 3) * 1.0 / (4 / 3)
+    assert m["macro_f1"] == pytest.approx((f1_s + f1_n + 0.0) / 3)
+
+
+def test_early_stopping_keeps_the_first_best(tiny_base: Path, tmp_path: Path, toy_data, toy_config) -> None:
+    train, val = toy_data
+    # A learning rate this small cannot improve validation, so patience=1 stops at the second validation.
+    config = toy_config(epochs=3, eval_every=2, patience=1, learning_rate=1e-12)
+    result = train_verifier(train, val, config, str(tiny_base), tmp_path, progress=False)
+    assert result.steps == 4
+    assert [h["step"] for h in result.history] == [2, 4]
+    assert [h["improved"] for h in result.history] == [True, False]
+    assert result.best_val == result.history[0]["val"]

@@ -1,0 +1,302 @@
+"""NLI verifier: a Hugging Face sequence classifier reads (premise, claim) pairs.
+
+Two modes (``verifier.mode``):
+
+* ``concat``: the top-``top_k`` evidence sentences, each prefixed with its page
+  title, form one premise; one forward pass per claim.
+* ``per_sentence``: one pair per sentence, then :func:`aggregate_sentence_probs`
+  (max entailment vs max contradiction, NEI unless one clearly wins).
+
+Any 3-way NLI or FEVER checkpoint works (a hub id or a local directory, e.g.
+the classifier trained by :func:`verifier.train.train_verifier`); its output
+indices are mapped to verdicts by :func:`resolve_label_map`.
+
+NEI bias: verdict probabilities get ``verifier.nei_bias`` added to the NEI
+log-probability (see :mod:`verifier.calibration`).  When it is None, concat
+mode uses the bias calibrated beside a garag-trained model (0 for other
+checkpoints) and per_sentence mode uses 0, since the calibration was done on
+concatenated premises.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from garag.config import VerifierConfig
+from garag.types import Evidence, Label, SentenceId, Verdict
+from verifier.aggregate import aggregate_sentence_probs
+from verifier.base import MAX_PREDICTED_EVIDENCE
+from verifier.calibration import apply_nei_bias, read_calibration
+from verifier.explain import explain_aggregate, explain_concat, explain_no_evidence
+from verifier.inputs import build_premise, encode_pairs, evidence_text
+from verifier.labels import LABEL_ORDER, resolve_label_map, to_label_probs
+
+logger = logging.getLogger(__name__)
+
+# Tokenizers without a real limit report a huge sentinel as model_max_length.
+_NO_LIMIT = 1_000_000
+# Parameter-name prefixes of classification heads (BERT/DeBERTa/RoBERTa "classifier", decoder models "score").
+_HEAD_PREFIXES = ("classifier", "score")
+
+
+class ModelUnavailableError(ValueError):
+    """The configured classifier cannot be loaded (a hub id while offline, a missing directory)."""
+
+
+def resolve_device(device: str) -> str:
+    """``"auto"`` -> ``"cuda"`` when a GPU is visible, else ``"cpu"``; other names unchanged."""
+    if device != "auto":
+        return device
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def unique_evidence(evidence: Sequence[Evidence]) -> list[Evidence]:
+    """Evidence in the given order with repeated sentence ids dropped (first occurrence kept)."""
+    seen: set[SentenceId] = set()
+    out = []
+    for e in evidence:
+        if e.sentence not in seen:
+            seen.add(e.sentence)
+            out.append(e)
+    return out
+
+
+class NLIVerifier:
+    """Verdicts from an NLI sequence classifier.
+
+    Attributes:
+        config: the verifier settings.
+        model_path: hub id or local checkpoint directory.
+        pairs_scored: (premise, claim) pairs sent through the model so far.
+    """
+
+    name = "nli"
+
+    def __init__(self, config: VerifierConfig, model_path: str) -> None:
+        """Cheap: checks the arguments, loads nothing (see :meth:`load`).
+
+        Raises:
+            ValueError: an empty model path, or a local-looking path that does not exist.
+        """
+        if not model_path or not str(model_path).strip():
+            raise ValueError("verifier: empty model path (a hub id or a local checkpoint directory)")
+        model_path = str(model_path)
+        if model_path.startswith(("/", ".", "~")) and not Path(model_path).expanduser().is_dir():
+            raise ModelUnavailableError(f"verifier.model: checkpoint directory {model_path!r} does not exist")
+        self.config = config
+        self.model_path = model_path
+        self.pairs_scored = 0
+        self._tokenizer: Any = None
+        self._model: Any = None
+        self._device = "cpu"
+        self._index_to_label: dict[int, Label] = {}
+        self._max_length = config.max_length
+        self._nei_bias = 0.0
+
+    @property
+    def nei_bias(self) -> float:
+        """The NEI log-probability bias applied to verdicts (after :meth:`load`)."""
+        self._require_loaded()
+        return self._nei_bias
+
+    @property
+    def index_to_label(self) -> dict[int, Label]:
+        """The model's output index -> verdict (after :meth:`load`)."""
+        self._require_loaded()
+        return dict(self._index_to_label)
+
+    def load(self) -> NLIVerifier:
+        """Load the tokenizer and classifier (idempotent), in eval mode on the configured device.
+
+        Raises:
+            ModelUnavailableError: the checkpoint cannot be found or read.
+            ValueError: its labels cannot be mapped to verdicts, or it has no trained head.
+        """
+        if self._model is not None:
+            return self
+        from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+        started = time.time()
+        local = Path(self.model_path).expanduser()
+        source = str(local) if local.is_dir() else self.model_path
+        try:
+            tokenizer = AutoTokenizer.from_pretrained(source)
+            model, info = AutoModelForSequenceClassification.from_pretrained(source, output_loading_info=True)
+        except OSError as exc:
+            raise ModelUnavailableError(
+                f"verifier.model: cannot load {self.model_path!r} ({type(exc).__name__}: "
+                f"{str(exc).splitlines()[0] if str(exc) else ''}). Without internet, download the checkpoint "
+                "elsewhere and set verifier.model to its directory, or train one with `garag train-verifier`."
+            ) from exc
+        untrained = [k for k in info.get("missing_keys", ()) if k.split(".")[0] in _HEAD_PREFIXES]
+        if untrained:
+            raise ValueError(
+                f"verifier.model: {self.model_path!r} has no trained classification head (missing "
+                f"{sorted(untrained)}); it is a bare encoder, not an NLI classifier"
+            )
+        self._index_to_label = resolve_label_map(model.config.id2label, self.config.label_map)
+        if self.config.nei_bias is not None:
+            self._nei_bias = float(self.config.nei_bias)
+        elif self.config.mode == "concat" and local.is_dir():
+            self._nei_bias = float(read_calibration(local).get("nei_bias", 0.0))
+        self._device = resolve_device(self.config.device)
+        self._model = model.to(self._device).eval()
+        self._tokenizer = tokenizer
+        limit = getattr(tokenizer, "model_max_length", None) or _NO_LIMIT
+        self._max_length = min(self.config.max_length, limit) if limit < _NO_LIMIT else self.config.max_length
+        logger.info(
+            "NLI verifier %s loaded on %s in %.1fs (labels %s, NEI bias %.2f)",
+            self.model_path,
+            self._device,
+            time.time() - started,
+            {i: lab.value for i, lab in self._index_to_label.items()},
+            self._nei_bias,
+        )
+        return self
+
+    def _require_loaded(self) -> None:
+        if self._model is None:
+            raise RuntimeError("NLIVerifier.load() must be called before use")
+
+    def predict_pairs(self, premises: Sequence[str], claims: Sequence[str]) -> np.ndarray:
+        """Verdict probabilities for (premise, claim) pairs.
+
+        Pairs are sorted by length into batches of ``verifier.batch_size`` to keep
+        padding small; the result is in the input order.  These are the model's
+        own probabilities: the NEI bias is not applied here.
+
+        Returns:
+            ``(n, 3)`` float64 probabilities in ``LABEL_ORDER`` (SUPPORTS, NEI, REFUTES).
+        """
+        self._require_loaded()
+        import torch
+
+        if len(premises) != len(claims):
+            raise ValueError(f"{len(premises)} premises but {len(claims)} claims")
+        n = len(premises)
+        out = np.zeros((n, len(LABEL_ORDER)), dtype=np.float64)
+        if n == 0:
+            return out
+        order = sorted(range(n), key=lambda i: len(premises[i]) + len(claims[i]), reverse=True)
+        size = self.config.batch_size
+        with torch.inference_mode():
+            for start in range(0, n, size):
+                idx = order[start : start + size]
+                enc = encode_pairs(
+                    self._tokenizer, [premises[i] for i in idx], [claims[i] for i in idx], self._max_length
+                )
+                logits = self._model(**enc.to(self._device)).logits
+                probs = torch.softmax(logits.float(), dim=-1).cpu().numpy()
+                out[idx] = to_label_probs(probs, self._index_to_label)
+        self.pairs_scored += n
+        return out
+
+    def verify(self, claim: str, evidence: Sequence[Evidence], *, sentence_probs: bool = False) -> Verdict:
+        """The verdict for one claim given ranked evidence (best first).
+
+        Args:
+            claim: the claim text.
+            evidence: ranked evidence; only the first ``top_k`` are read.
+            sentence_probs: concat mode only: also score each read sentence alone and
+                name the strongest one in the explanation (costs ``top_k`` extra pairs).
+        """
+        return self.verify_batch([claim], [evidence], sentence_probs=sentence_probs)[0]
+
+    def verify_batch(
+        self,
+        claims: Sequence[str],
+        evidence: Sequence[Sequence[Evidence]],
+        *,
+        sentence_probs: bool = False,
+    ) -> list[Verdict]:
+        """Verdicts for many claims; ``evidence[i]`` is the ranked evidence of ``claims[i]``.
+
+        The verdict's evidence is the given evidence ids in order (repeats dropped),
+        at most five; in per_sentence mode the deciding sentence comes first.
+
+        Raises:
+            ValueError: mismatched lengths or an empty claim.
+        """
+        self._require_loaded()
+        if len(claims) != len(evidence):
+            raise ValueError(f"{len(claims)} claims but {len(evidence)} evidence lists")
+        for i, claim in enumerate(claims):
+            if not claim or not claim.strip():
+                raise ValueError(f"claim {i} is empty")
+        ranked = [unique_evidence(ev) for ev in evidence]
+        if self.config.mode == "per_sentence":
+            return self._verify_per_sentence(claims, ranked)
+        return self._verify_concat(claims, ranked, sentence_probs)
+
+    def _verify_concat(
+        self, claims: Sequence[str], ranked: list[list[Evidence]], sentence_probs: bool
+    ) -> list[Verdict]:
+        top_k = self.config.top_k
+        todo = [i for i, ev in enumerate(ranked) if ev]
+        probs = self.predict_pairs([build_premise(ranked[i], top_k) for i in todo], [claims[i] for i in todo])
+        probs = apply_nei_bias(probs, self._nei_bias)
+        single: dict[int, np.ndarray] = {}
+        if sentence_probs and todo:
+            pairs = [(i, e) for i in todo for e in ranked[i][:top_k]]
+            flat = self.predict_pairs([evidence_text(e) for _, e in pairs], [claims[i] for i, _ in pairs])
+            flat = apply_nei_bias(flat, self._nei_bias)
+            start = 0
+            for i in todo:
+                k = len(ranked[i][:top_k])
+                single[i], start = flat[start : start + k], start + k
+        verdicts: list[Verdict] = [_no_evidence_verdict() for _ in claims]
+        for row, i in enumerate(todo):
+            scores = {lab: float(p) for lab, p in zip(LABEL_ORDER, probs[row], strict=True)}
+            label = LABEL_ORDER[int(np.argmax(probs[row]))]
+            verdicts[i] = Verdict(
+                label=label,
+                explanation=explain_concat(label, scores, ranked[i][:top_k], single.get(i)),
+                evidence=tuple(e.sentence for e in ranked[i][:MAX_PREDICTED_EVIDENCE]),
+                scores=scores,
+            )
+        return verdicts
+
+    def _verify_per_sentence(self, claims: Sequence[str], ranked: list[list[Evidence]]) -> list[Verdict]:
+        top_k = self.config.top_k
+        pairs = [(i, e) for i, ev in enumerate(ranked) for e in ev[:top_k]]
+        flat = self.predict_pairs([evidence_text(e) for _, e in pairs], [claims[i] for i, _ in pairs])
+        flat = apply_nei_bias(flat, self._nei_bias)
+        verdicts: list[Verdict] = []
+        start = 0
+        for ev in ranked:
+            read = ev[:top_k]
+            if not read:
+                verdicts.append(_no_evidence_verdict())
+                continue
+            probs, start = flat[start : start + len(read)], start + len(read)
+            agg = aggregate_sentence_probs(probs, self.config.min_confidence, self.config.nei_margin)
+            ids = [e.sentence for e in ev]
+            if agg.label is not Label.NOT_ENOUGH_INFO:
+                first = ids[agg.decisive]
+                ids = [first] + [s for s in ids if s != first]
+            verdicts.append(
+                Verdict(
+                    label=agg.label,
+                    explanation=explain_aggregate(agg, read),
+                    evidence=tuple(ids[:MAX_PREDICTED_EVIDENCE]),
+                    scores=dict(agg.scores),
+                )
+            )
+        return verdicts
+
+
+def _no_evidence_verdict() -> Verdict:
+    return Verdict(
+        label=Label.NOT_ENOUGH_INFO,
+        explanation=explain_no_evidence(),
+        evidence=(),
+        scores={Label.SUPPORTS: 0.0, Label.NOT_ENOUGH_INFO: 1.0, Label.REFUTES: 0.0},
+    )
