@@ -7,6 +7,7 @@ import json
 import logging
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from garag.config import Config, ConfigError, load_config
 from garag.errors import InputError
@@ -46,6 +47,31 @@ def build_parser() -> argparse.ArgumentParser:
         default="fused",
         help="'fused' (default) or one configured retriever's name (bm25, dense, pages)",
     )
+
+    p = sub.add_parser(
+        "train-verifier", help="train garag's NLI verifier on FEVER train pairs (reused after)"
+    )
+    _add_common(p)
+    p.add_argument("--force", action="store_true", help="retrain even when a trained model exists")
+
+    p = sub.add_parser(
+        "predict", help="verify every claim of the dataset; writes predictions.jsonl (resumable)"
+    )
+    _add_common(p)
+    p.add_argument("--out", help="run directory (default: <results_dir>/<dataset>-baseline[-oracle])")
+    p.add_argument(
+        "--oracle", action="store_true", help="give the verifier the gold evidence (retrieval oracle)"
+    )
+
+    p = sub.add_parser(
+        "evaluate", help="predict (resuming) and score: accuracy, FEVER score, evidence P/R/F1"
+    )
+    _add_common(p)
+    p.add_argument("--out", help="run directory (default: <results_dir>/<dataset>-baseline[-oracle])")
+    p.add_argument(
+        "--oracle", action="store_true", help="give the verifier the gold evidence (retrieval oracle)"
+    )
+    p.add_argument("--predictions", help="only re-score this saved predictions.jsonl (runs no model)")
 
     p = sub.add_parser("evaluate-retrieval", help="recall@k and hit rate of each retriever and of the fusion")
     _add_common(p)
@@ -116,10 +142,86 @@ def _cmd_evaluate_retrieval(args: argparse.Namespace, config: Config) -> int:
     return 0
 
 
+def _run_dir(args: argparse.Namespace, config: Config) -> Path:
+    if args.out:
+        return Path(args.out)
+    name = f"{config.data.dataset}-baseline" + ("-oracle" if args.oracle else "")
+    return Path(config.paths.results_dir) / name
+
+
+def _cmd_train_verifier(args: argparse.Namespace, config: Config) -> int:
+    from garag.artifacts import read_meta
+    from pipeline.train_verifier import ensure_verifier, verifier_artifact_dir
+
+    if config.verifier.model:
+        raise ValueError("verifier.model is set: garag trains its own verifier only when it is empty")
+    model = ensure_verifier(config, progress=not args.no_progress, force=args.force)
+    meta = read_meta(verifier_artifact_dir(config)) or {}
+    print(
+        json.dumps(
+            {
+                "model": model,
+                "best_val": meta.get("best_val"),
+                "calibration": meta.get("calibration"),
+                "train_seconds": meta.get("train_seconds"),
+                "data": meta.get("data"),
+            },
+            indent=2,
+        )
+    )
+    return 0
+
+
+def _cmd_predict(args: argparse.Namespace, config: Config) -> int:
+    from eval.verification_eval import run_predictions
+
+    out = _run_dir(args, config)
+    outcome = run_predictions(config, out, oracle=args.oracle, progress=not args.no_progress)
+    print(
+        json.dumps(
+            {
+                "predictions": str(outcome.predictions),
+                "written": outcome.written,
+                "resumed": outcome.resumed,
+                "skipped": outcome.skipped,
+                "claims_per_second": round(outcome.claims_per_second, 2),
+            },
+            indent=2,
+        )
+    )
+    return 0
+
+
+def _cmd_evaluate(args: argparse.Namespace, config: Config) -> int:
+    from eval.verification_eval import records_from_file, run_predictions, score_records, write_metrics
+    from garag.datasets import get_dataset
+
+    dataset = get_dataset(
+        config.data.dataset, config.data.claims, config.data.corpus, config.data.claim_format
+    )
+    if args.predictions:
+        path = Path(args.predictions)
+        out = path.parent
+    else:
+        out = _run_dir(args, config)
+        outcome = run_predictions(config, out, oracle=args.oracle, progress=not args.no_progress)
+        path = outcome.predictions
+        if outcome.skipped:
+            print(f"skipped: {outcome.skipped}", file=sys.stderr)
+    metrics = score_records(dataset, records_from_file(path), config.eval.ks)
+    name = "oracle evidence" if args.oracle else "open retrieval"
+    print(write_metrics(out, name, metrics))
+    print(f"written: {out}")
+    return 0
+
+
 _COMMANDS = {
     "index": _cmd_index,
     "retrieve": _cmd_retrieve,
     "evaluate-retrieval": _cmd_evaluate_retrieval,
+    "train-verifier": _cmd_train_verifier,
+    "predict": _cmd_predict,
+    "evaluate": _cmd_evaluate,
 }
 
 

@@ -203,6 +203,8 @@ class VerifierConfig:
         nei_margin: per_sentence: predict NEI unless the best entailment or contradiction
             probability beats the other by at least this much and exceeds ``min_confidence``.
         min_confidence: per_sentence: smallest max(entail, contradict) probability to leave NEI.
+        nei_bias: additive bias on the NEI log-probability; None = the value calibrated on
+            validation claims when garag trained the model (0 for other checkpoints).
         max_length: tokens per (premise, claim) pair.
         batch_size: pairs per forward pass.
         device: "auto", "cpu" or "cuda".
@@ -214,6 +216,7 @@ class VerifierConfig:
     top_k: int = 5
     nei_margin: float = 0.0
     min_confidence: float = 0.5
+    nei_bias: float | None = None
     max_length: int = 256
     batch_size: int = 32
     device: str = "auto"
@@ -236,6 +239,7 @@ class TrainConfig:
     Attributes:
         base_model: "minilm" (offline all-MiniLM-L6-v2), a hub id or a local path (e.g. DeBERTa-v3).
         train_pairs: FEVER train (claim, label, page, line, sentence) pairs; "" = the embedded file.
+        corpus: wiki-pages corpus holding those sentences (hard negatives come from it); "" = embedded FEVER.
         epochs: maximum epochs (early stopping may end sooner).
         learning_rate, weight_decay, warmup_ratio: AdamW with linear warm-up and decay.
         batch_size: examples per step.
@@ -252,6 +256,7 @@ class TrainConfig:
 
     base_model: str = "minilm"
     train_pairs: str = ""
+    corpus: str = ""
     epochs: int = 3
     learning_rate: float = 5e-5
     weight_decay: float = 0.01

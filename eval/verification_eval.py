@@ -1,0 +1,259 @@
+"""Verification runs: predictions written incrementally, then scored with the official semantics.
+
+``predictions.jsonl`` holds one record per claim in FEVER's submission format
+(``id``, ``predicted_label``, ``predicted_evidence``) plus the explanation, the
+label scores, the dataset-native label, the retrieved list and per-stage
+timings.  A killed run resumes where it stopped; scoring reads only the file,
+so a saved run can be re-scored without running any model.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from tqdm import tqdm
+
+from eval.fever_score import FeverPrediction, confusion_matrix, macro_f1, per_class_scores, score_claims
+from eval.retrieval_metrics import retrieval_breakdown
+from garag.config import Config
+from garag.datasets import Dataset
+from garag.errors import ErrorPolicy
+from garag.jsonl import ResumableJsonl
+from garag.types import Claim, SentenceId
+from pipeline.verification import ClaimResult, VerificationPipeline, predicted_evidence
+
+logger = logging.getLogger(__name__)
+
+RETRIEVED_KEPT = 100
+
+
+def result_record(result: ClaimResult, dataset: Dataset) -> dict:
+    """The JSON record of one claim's result (FEVER submission fields first)."""
+    v = result.verdict
+    return {
+        "id": result.claim.id,
+        "predicted_label": v.label.value,
+        "predicted_evidence": [s.to_json() for s in predicted_evidence(result)],
+        "label": result.claim.label,
+        "dataset_label": dataset.verdict_to_label.get(v.label.value, v.label.value),
+        "claim": result.claim.text,
+        "explanation": v.explanation,
+        "scores": {lab.value: round(float(p), 6) for lab, p in v.scores.items()},
+        "evidence_read": [e.sentence.to_json() for e in result.evidence],
+        "retrieved": [h.sentence.to_json() for h in result.retrieval.fused[:RETRIEVED_KEPT]],
+        "sources": {
+            f"{h.sentence.page}\t{h.sentence.line}": list(h.sources) for h in result.retrieval.fused[:20]
+        },
+        "seconds": {k: round(x, 6) for k, x in result.seconds.items()},
+    }
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    """Where a prediction run wrote and what it skipped."""
+
+    predictions: Path
+    written: int
+    resumed: int
+    skipped: dict[str, int]
+    claims_per_second: float
+
+
+def validate_claims(claims: Sequence[Claim], policy: ErrorPolicy, source: str) -> list[Claim]:
+    """Drop (and count) claims the pipeline cannot verify: empty or punctuation-only text."""
+    from garag.errors import InputError
+
+    kept = []
+    for i, c in enumerate(claims, start=1):
+        if not any(ch.isalnum() for ch in c.text):
+            kind = "empty_claim" if not c.text.strip() else "punctuation_only_claim"
+            policy.handle(
+                InputError(source, None, f"claim {c.id!r} (#{i}) has no words: {c.text!r}", kind=kind)
+            )
+            continue
+        kept.append(c)
+    return kept
+
+
+def run_predictions(
+    config: Config,
+    out_dir: str | Path,
+    pipeline: VerificationPipeline | None = None,
+    oracle: bool = False,
+    progress: bool = True,
+    batch_size: int = 32,
+) -> RunOutcome:
+    """Predict every claim of the configured dataset into ``out_dir/predictions.jsonl`` (resumable).
+
+    Bad claims (empty, punctuation only, repeated id, unknown label) are skipped and counted,
+    and gold evidence naming a page missing from the corpus is counted as a warning; the run
+    goes on for the other claims.
+    """
+    out = Path(out_dir)
+    pipe = pipeline or VerificationPipeline(config, progress=progress)
+    if pipe.verifier is None:
+        pipe.build()
+    policy = ErrorPolicy(skip=True)
+    claims = validate_claims(list(pipe.dataset.claims(policy)), policy, str(pipe.dataset.claims_path))
+    if config.eval.limit:
+        claims = claims[: config.eval.limit]
+    missing_pages = sorted(
+        {s.page for c in claims for g in c.evidence for s in g if not pipe.store.has_page(s.page)}
+    )
+    if missing_pages:
+        policy.counts["gold_page_missing_from_corpus"] = len(missing_pages)
+        logger.warning(
+            "%d gold evidence pages are not in the corpus (e.g. %s)", len(missing_pages), missing_pages[:3]
+        )
+    writer = ResumableJsonl(out / "predictions.jsonl")
+    todo = [c for c in claims if not writer.is_done(c.id)]
+    resumed = len(claims) - len(todo)
+    if resumed:
+        logger.info("resuming: %d of %d claims already predicted", resumed, len(claims))
+    started = time.perf_counter()
+    bar = tqdm(
+        total=len(claims),
+        initial=resumed,
+        desc=f"verify {pipe.dataset.name}",
+        unit=" claims",
+        disable=not progress,
+    )
+    with writer:
+        for result in pipe.iter_results(todo, batch_size=batch_size, oracle=oracle):
+            writer.write(result_record(result, pipe.dataset))
+            bar.update(1)
+    bar.close()
+    seconds = time.perf_counter() - started
+    return RunOutcome(
+        out / "predictions.jsonl",
+        len(todo),
+        resumed,
+        dict(policy.counts),
+        len(todo) / seconds if todo and seconds > 0 else 0.0,
+    )
+
+
+def score_records(dataset: Dataset, records: Sequence[dict], ks: Sequence[int] = (5, 20, 100)) -> dict:
+    """Metrics of saved predictions against the dataset's gold claims.
+
+    FEVER's official semantics apply to the dataset's own labels (FEVER: 3-way; HoVer:
+    SUPPORTS -> SUPPORTED, REFUTES/NEI -> NOT_SUPPORTED, and every HoVer claim needs its
+    single evidence set for the strict score, as no HoVer label is NEI).
+    """
+    gold = {c.id: c for c in dataset.claims(ErrorPolicy(skip=True))}
+    by_id = {r["id"]: r for r in records}
+    ids = [i for i in gold if i in by_id]
+    if not ids:
+        raise ValueError("no prediction matches a gold claim id")
+    claims = [gold[i] for i in ids]
+    recs = [by_id[i] for i in ids]
+    labels = list(dataset.labels)
+    predicted = [r["dataset_label"] for r in recs]
+    gold_labels = [c.label for c in claims]
+    preds = [
+        FeverPrediction(r["dataset_label"], tuple(SentenceId(p, int(n)) for p, n in r["predicted_evidence"]))
+        for r in recs
+    ]
+    fever = score_claims(claims, preds)
+    retrieved = [[SentenceId(p, int(n)) for p, n in r["retrieved"]] for r in recs]
+    breakdown = retrieval_breakdown(claims, retrieved, ks)
+    seconds: dict[str, list[float]] = {}
+    for r in recs:
+        for stage, s in r.get("seconds", {}).items():
+            seconds.setdefault(stage, []).append(s)
+    per_group = {}
+    for g, rep in breakdown.groups:
+        if g is None:
+            continue
+        members = [i for i, c in enumerate(claims) if c.num_hops == g]
+        sub = score_claims([claims[i] for i in members], [preds[i] for i in members])
+        per_group[str(g)] = {
+            "n": len(members),
+            "accuracy": sub.accuracy,
+            "fever_score": sub.strict,
+            "macro_f1": macro_f1([gold_labels[i] for i in members], [predicted[i] for i in members], labels),
+            "retrieval": rep.to_dict(),
+        }
+    return {
+        "dataset": dataset.name,
+        "n": len(ids),
+        "missing_predictions": len(gold) - len(ids),
+        "label_accuracy": fever.accuracy,
+        "fever_score": fever.strict,
+        "evidence_precision": fever.precision,
+        "evidence_recall": fever.recall,
+        "evidence_f1": fever.f1,
+        "macro_f1": macro_f1(gold_labels, predicted, labels),
+        "per_class": {
+            s.label: {"precision": s.precision, "recall": s.recall, "f1": s.f1, "support": s.support}
+            for s in per_class_scores(gold_labels, predicted, labels)
+        },
+        "confusion": {"labels": labels, "matrix": confusion_matrix(gold_labels, predicted, labels)},
+        "retrieval": breakdown.overall.to_dict(),
+        "groups": per_group,
+        "seconds_per_claim": {k: sum(v) / len(v) for k, v in seconds.items()},
+    }
+
+
+def metrics_table(name: str, m: dict) -> str:
+    """A Markdown summary of ``score_records`` output."""
+    lines = [
+        f"### {name}: {m['dataset']}, {m['n']} claims",
+        "",
+        "| label acc | FEVER score | macro-F1 | evidence P | evidence R | evidence F1 | R@5 | R@20 |",
+        "|---|---|---|---|---|---|---|---|",
+        f"| {m['label_accuracy']:.4f} | {m['fever_score']:.4f} | {m['macro_f1']:.4f} | "
+        f"{m['evidence_precision']:.4f} | {m['evidence_recall']:.4f} | {m['evidence_f1']:.4f} | "
+        f"{m['retrieval'].get('recall@5') or 0:.3f} | {m['retrieval'].get('recall@20') or 0:.3f} |",
+        "",
+        "| class | precision | recall | F1 | support |",
+        "|---|---|---|---|---|",
+    ]
+    for lab, s in m["per_class"].items():
+        lines.append(f"| {lab} | {s['precision']:.3f} | {s['recall']:.3f} | {s['f1']:.3f} | {s['support']} |")
+    labels = m["confusion"]["labels"]
+    lines += [
+        "",
+        "Confusion (rows gold, columns predicted):",
+        "",
+        "| gold \\ pred | " + " | ".join(labels) + " |",
+        "|---" * (len(labels) + 1) + "|",
+    ]
+    for lab, row in zip(labels, m["confusion"]["matrix"], strict=True):
+        lines.append(f"| {lab} | " + " | ".join(str(x) for x in row) + " |")
+    if m["groups"]:
+        lines += [
+            "",
+            "| hops | n | accuracy | FEVER score | macro-F1 | R@5 | R@20 |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        for g, s in m["groups"].items():
+            lines.append(
+                f"| {g} | {s['n']} | {s['accuracy']:.3f} | {s['fever_score']:.3f} | {s['macro_f1']:.3f} | "
+                f"{s['retrieval'].get('recall@5') or 0:.3f} | {s['retrieval'].get('recall@20') or 0:.3f} |"
+            )
+    secs = m.get("seconds_per_claim", {})
+    if secs:
+        lines += ["", "Seconds per claim: " + ", ".join(f"{k} {v * 1000:.1f} ms" for k, v in secs.items())]
+    return "\n".join(lines) + "\n"
+
+
+def write_metrics(out_dir: Path, name: str, metrics: dict) -> str:
+    """Write ``metrics.json`` and ``metrics.md``; return the Markdown."""
+    from garag.artifacts import write_json_atomic
+
+    write_json_atomic(out_dir / "metrics.json", metrics)
+    md = metrics_table(name, metrics)
+    (out_dir / "metrics.md").write_text(md, encoding="utf-8")
+    return md
+
+
+def records_from_file(path: Path) -> list[dict]:
+    """Records of a predictions file, with a clear error when it is missing."""
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: no predictions file")
+    return ResumableJsonl(path).records

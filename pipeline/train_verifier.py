@@ -1,0 +1,199 @@
+"""Train garag's own verifier from FEVER-format files (``garag train-verifier``).
+
+The trained classifier is an artifact like the indexes: it lives in
+``<cache>/verifier-<hash>/`` where the hash covers the training settings, the
+retrieval settings that produced the hard negatives, the premise format, the
+train file and the corpus.  Training checkpoints there and resumes after an
+interruption; ``meta.json`` is written last, so its presence means "done".
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import logging
+import random
+import time
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+
+from tqdm import tqdm
+
+from garag.artifacts import read_meta, settings_hash, write_json_atomic
+from garag.config import Config
+from garag.datasets import fever
+from garag.errors import ErrorPolicy
+from garag.fingerprint import cached_fingerprint
+from garag.types import Label, SentenceId
+from pipeline.retrieval import RetrievalPipeline
+from pipeline.training_data import (
+    TrainClaim,
+    build_examples,
+    drop_eval_claims,
+    read_train_pairs,
+    split_by_page,
+)
+from verifier.base import TrainExample
+from verifier.calibration import calibrate_nei_bias
+from verifier.inputs import build_premise
+from verifier.train import PREMISE_FORMAT, resolve_base_model, train_verifier
+
+logger = logging.getLogger(__name__)
+
+RETRIEVAL_DEPTH = 20
+RETRIEVAL_BATCH = 256
+
+
+def _file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _fever_config(config: Config) -> Config:
+    """The retrieval config over the training corpus (always FEVER-format, whatever the run's dataset)."""
+    cfg = copy.deepcopy(config)
+    cfg.data.dataset = "fever"
+    cfg.data.claims = ""
+    cfg.data.corpus = config.train.corpus
+    return cfg
+
+
+def _train_pairs_path(config: Config) -> Path:
+    return (
+        Path(config.train.train_pairs)
+        if config.train.train_pairs
+        else fever().claims_path.parent / "train_pairs.jsonl"
+    )
+
+
+def _eval_claims_path(config: Config) -> Path:
+    return fever().claims_path
+
+
+def verifier_artifact_dir(config: Config) -> Path:
+    """Where the verifier trained with ``config`` lives (whether or not it exists yet)."""
+    fever_cfg = _fever_config(config)
+    corpus = fever(corpus=fever_cfg.data.corpus or None).corpus_path
+    cache = Path(config.paths.cache_dir)
+    settings = {
+        "train": config.train.__dict__,
+        "top_k": config.verifier.top_k,
+        "premise_format": PREMISE_FORMAT,
+        "retrieval": {
+            "retrievers": config.retrieval.retrievers,
+            "fusion": config.fusion.__dict__,
+            "bm25": config.bm25.__dict__,
+            "dense": config.dense.__dict__,
+            "pages": config.pages.__dict__,
+        },
+        "train_pairs_sha256": _file_sha256(_train_pairs_path(config)),
+        "eval_claims_sha256": _file_sha256(_eval_claims_path(config)),
+    }
+    return cache / f"verifier-{settings_hash('verifier', settings, cached_fingerprint(corpus, cache))}"
+
+
+def ensure_verifier(config: Config, progress: bool = True, force: bool = False) -> str:
+    """The checkpoint to load: ``verifier.model`` when set (hub id or path), else garag's own.
+
+    garag's own verifier is trained on first use and reused after.
+    """
+    if config.verifier.model:
+        return config.verifier.model
+    out_dir = verifier_artifact_dir(config)
+    if force or read_meta(out_dir) is None:
+        train_from_fever(config, out_dir, progress=progress)
+    return str(out_dir / "model")
+
+
+def _retrieve_all(
+    pipe: RetrievalPipeline, claims: Sequence[TrainClaim], progress: bool
+) -> list[list[SentenceId]]:
+    out: list[list[SentenceId]] = []
+    bar = tqdm(total=len(claims), desc="verifier data: retrieval", unit=" claims", disable=not progress)
+    for i in range(0, len(claims), RETRIEVAL_BATCH):
+        batch = claims[i : i + RETRIEVAL_BATCH]
+        for res in pipe.retrieve_batch([c.text for c in batch], RETRIEVAL_DEPTH):
+            out.append([h.sentence for h in res.fused])
+        bar.update(len(batch))
+    bar.close()
+    return out
+
+
+def prepare_examples(
+    config: Config, progress: bool = True
+) -> tuple[list[TrainExample], list[TrainExample], dict]:
+    """Read, filter, split and retrieve for the train claims; build train and validation examples."""
+    tc = config.train
+    fever_cfg = _fever_config(config)
+    pipe = RetrievalPipeline(fever_cfg, progress=progress)
+    pipe.build()
+    assert pipe.store is not None
+    claims = read_train_pairs(_train_pairs_path(config), ErrorPolicy(skip=config.data.skip_bad_lines))
+    eval_texts = [c.text for c in fever().claims()]
+    claims, dropped = drop_eval_claims(claims, eval_texts)
+    if tc.max_claims:
+        rng = random.Random(tc.seed)
+        claims = rng.sample(claims, min(tc.max_claims, len(claims)))
+    train_c, val_c = split_by_page(claims, tc.val_fraction, tc.seed)
+    if not train_c or not val_c:
+        raise ValueError(f"too few train claims ({len(claims)}) for a train/validation split")
+    retrieved = _retrieve_all(pipe, train_c + val_c, progress)
+    common = dict(
+        store=pipe.store,
+        top_k=config.verifier.top_k,
+        distractors=tc.distractors,
+        nei_per_claim=tc.nei_per_claim,
+        hard_negative_share=tc.hard_negative_share,
+    )
+    train_ex, train_counts = build_examples(train_c, retrieved[: len(train_c)], seed=tc.seed, **common)
+    val_ex, val_counts = build_examples(val_c, retrieved[len(train_c) :], seed=tc.seed + 1, **common)
+    stats = {
+        "train_claims": len(train_c),
+        "val_claims": len(val_c),
+        "dropped_eval_claims": dropped,
+        "train_examples": dict(train_counts),
+        "val_examples": dict(val_counts),
+    }
+    return train_ex, val_ex, stats
+
+
+def _digest(examples: Sequence[TrainExample]) -> str:
+    digest = hashlib.sha256()
+    for ex in examples:
+        digest.update(f"{ex.label.value}\t{ex.claim}\t{build_premise(ex.evidence)}\n".encode())
+    return digest.hexdigest()
+
+
+def train_from_fever(config: Config, out_dir: Path, progress: bool = True) -> dict:
+    """Build the training data, fine-tune, calibrate the NEI bias on validation, write ``meta.json``."""
+    started = time.time()
+    train_ex, val_ex, stats = prepare_examples(config, progress)
+    logger.info("verifier data: %s", stats)
+    base = resolve_base_model(config.train.base_model)
+    result = train_verifier(train_ex, val_ex, config.train, base, out_dir, progress=progress)
+    calibration = calibrate_nei_bias(result.model_dir, config.verifier, val_ex)
+    meta = {
+        "kind": "verifier",
+        "base_model": config.train.base_model,
+        "base_model_path": base,
+        "train_config": config.train.__dict__,
+        "top_k": config.verifier.top_k,
+        "premise_format": PREMISE_FORMAT,
+        "data": {**stats, "train_sha256": _digest(train_ex), "val_sha256": _digest(val_ex)},
+        "label_counts": {
+            "train": dict(Counter(e.label.value for e in train_ex)),
+            "val": dict(Counter(e.label.value for e in val_ex)),
+        },
+        "best_val": result.best_val,
+        "calibration": calibration,
+        "train_steps": result.steps,
+        "train_seconds": result.seconds,
+        "total_seconds": time.time() - started,
+        "labels": [lab.value for lab in Label],
+    }
+    write_json_atomic(out_dir / "meta.json", meta)
+    return meta

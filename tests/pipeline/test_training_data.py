@@ -1,0 +1,80 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from garag.errors import InputError
+from garag.store import SentenceStore
+from garag.types import Label, SentenceId
+from pipeline.training_data import TrainClaim, build_examples, drop_eval_claims, read_train_pairs, split_by_page
+
+
+def _pairs(path: Path, rows: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+def _row(claim: str, label: str, page: str, line: int) -> dict:
+    return {"claim": claim, "label": label, "page": page, "line": line, "sentence": "..."}
+
+
+def test_rows_of_one_claim_are_grouped(tmp_path: Path):
+    f = _pairs(tmp_path / "p.jsonl", [_row("A is B.", "SUPPORTS", "A", 0), _row("C.", "REFUTES", "C", 1),
+                                     _row("A is B.", "SUPPORTS", "B", 2), _row("A is B.", "SUPPORTS", "A", 0)])
+    claims = read_train_pairs(f)
+    assert [(c.text, c.label, c.evidence) for c in claims] == [
+        ("A is B.", Label.SUPPORTS, (SentenceId("A", 0), SentenceId("B", 2))),
+        ("C.", Label.REFUTES, (SentenceId("C", 1),)),
+    ]
+
+
+def test_bad_rows_name_file_and_line(tmp_path: Path):
+    f = _pairs(tmp_path / "p.jsonl", [_row("A.", "SUPPORTS", "A", 0), _row("A.", "NOT ENOUGH INFO", "A", 1)])
+    with pytest.raises(InputError, match=r"p\.jsonl:2: unknown label 'NOT ENOUGH INFO'"):
+        read_train_pairs(f)
+    f = _pairs(tmp_path / "q.jsonl", [_row("A.", "SUPPORTS", "A", 0), _row("A.", "REFUTES", "A", 1)])
+    with pytest.raises(InputError, match=r"q\.jsonl:2: claim 'A.' has two labels"):
+        read_train_pairs(f)
+    f = _pairs(tmp_path / "r.jsonl", [{"claim": "A.", "label": "SUPPORTS", "page": "A"}])
+    with pytest.raises(InputError, match=r"r\.jsonl:1: field 'line' missing"):
+        read_train_pairs(f)
+
+
+def test_eval_claims_are_dropped_ignoring_case_and_spacing():
+    claims = [TrainClaim(0, "Paris is  in France.", Label.SUPPORTS, (SentenceId("P", 0),)),
+              TrainClaim(1, "Rome is in Spain.", Label.REFUTES, (SentenceId("R", 0),))]
+    kept, dropped = drop_eval_claims(claims, ["paris is in france."])
+    assert [c.id for c in kept] == [1] and dropped == 1
+
+
+def test_split_keeps_claims_of_one_page_together():
+    claims = [TrainClaim(i, f"c{i}", Label.SUPPORTS, (SentenceId(f"P{i % 7}", 0),)) for i in range(70)]
+    train, val = split_by_page(claims, 0.2, seed=1)
+    assert len(train) + len(val) == 70 and 10 <= len(val) <= 20
+    assert not {c.evidence[0].page for c in train} & {c.evidence[0].page for c in val}
+    assert split_by_page(claims, 0.2, seed=1) == (train, val)
+
+
+def test_examples_follow_the_recipe(tiny_store: SentenceStore):
+    beatles = TrainClaim(0, "The Beatles were formed in England.", Label.SUPPORTS,
+                         (SentenceId("The_Beatles", 0), SentenceId("Liverpool", 0)))
+    snow = TrainClaim(1, "Snowpiercer is a comedy.", Label.REFUTES, (SentenceId("Snowpiercer", 0),))
+    retrieved = [
+        [SentenceId("The_Beatles", 0), SentenceId("The_Beatles", 3), SentenceId("Liverpool_F.C.", 0),
+         SentenceId("England", 0)],  # Liverpool 0 (gold) was missed by the retriever
+        [SentenceId("Tilda_Swinton", 1), SentenceId("Snowpiercer", 0)],
+    ]
+    examples, counts = build_examples([beatles, snow], retrieved, tiny_store, top_k=5, distractors=2,
+                                      nei_per_claim=1.0, hard_negative_share=1.0, seed=3)
+    by = {(e.claim_id, e.label): e for e in examples}
+    sup = [e.sentence for e in by[(0, Label.SUPPORTS)].evidence]
+    assert set(sup) >= {SentenceId("The_Beatles", 0), SentenceId("Liverpool", 0)} and len(sup) == 4
+    assert sup.index(SentenceId("The_Beatles", 0)) < sup.index(SentenceId("The_Beatles", 3))
+    nei = [e.sentence for e in by[(0, Label.NOT_ENOUGH_INFO)].evidence]
+    assert nei and not set(nei) & set(beatles.evidence)  # hard negatives never hold the claim's evidence
+    ref = [e.sentence for e in by[(1, Label.REFUTES)].evidence]
+    assert ref[0] == SentenceId("Tilda_Swinton", 1) and SentenceId("Snowpiercer", 0) in ref
+    assert counts["SUPPORTS"] == 1 and counts["REFUTES"] == 1 and counts["nei_hard_negative"] == 2
+    assert all(e.evidence and all(ev.text for ev in e.evidence) for e in examples)
