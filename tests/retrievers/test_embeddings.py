@@ -1,0 +1,157 @@
+"""Encoder, model resolution and the embedding cache, against the real offline MiniLM."""
+
+from __future__ import annotations
+
+import shutil
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from retrievers.embeddings import (
+    EmbeddingCache,
+    ModelUnavailableError,
+    SentenceEncoder,
+    model_identity,
+    resolve_model,
+    text_key,
+)
+
+TEXTS = [
+    "The Beatles were an English rock band formed in Liverpool in 1960.",
+    "Liverpool is a city in Merseyside, England.",
+    "Snowpiercer is a 2013 science fiction action film.",
+    "Sandra Bullock is an American actress and producer.",
+]
+
+
+@pytest.fixture(scope="module")
+def encoder() -> SentenceEncoder:
+    return SentenceEncoder("minilm", device="cpu", batch_size=16).load()
+
+
+def test_resolve_model_offline_package_path_and_hub_id(tmp_path: Path):
+    minilm = Path(resolve_model("minilm"))
+    assert (minilm / "modules.json").is_file()
+    assert resolve_model(str(minilm)) == str(minilm.resolve())
+    assert (
+        resolve_model("sentence-transformers/all-mpnet-base-v2") == "sentence-transformers/all-mpnet-base-v2"
+    )
+    with pytest.raises(ValueError, match="does not exist"):
+        resolve_model(str(tmp_path / "no-such-model"))
+    with pytest.raises(ValueError, match="empty model name"):
+        resolve_model("  ")
+    (tmp_path / "weights.bin").write_bytes(b"x")
+    with pytest.raises(ValueError, match="is a file"):
+        resolve_model(str(tmp_path / "weights.bin"))
+
+
+def test_model_identity_follows_files_not_location(tmp_path: Path):
+    src = Path(resolve_model("minilm"))
+    copy = tmp_path / "minilm-copy"
+    shutil.copytree(src, copy, symlinks=True)
+    assert model_identity(str(copy)) == model_identity(str(src))
+    config = copy / "config.json"
+    config.write_text(config.read_text().replace("}", ', "garag_test": 1}', 1))
+    assert model_identity(str(copy)) != model_identity(str(src))
+
+
+def test_unknown_hub_model_fails_fast_with_a_clear_error(monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    enc = SentenceEncoder("garag-test-org/no-such-model-xyz", device="cpu")  # cheap: nothing loaded yet
+    started = time.time()
+    with pytest.raises(ModelUnavailableError, match="not available offline") as err:
+        enc.load()
+    assert "dense.model" in str(err.value) and "path" in str(err.value)
+    with pytest.raises(ModelUnavailableError, match="not available offline"):
+        _ = enc.identity
+    assert time.time() - started < 10
+
+
+def test_encode_is_unit_float32_and_semantic(encoder: SentenceEncoder):
+    vecs = encoder.encode(TEXTS)
+    assert vecs.dtype == np.float32 and vecs.shape == (4, encoder.dim) == (4, 384)
+    np.testing.assert_allclose(np.linalg.norm(vecs, axis=1), 1.0, atol=1e-5)
+    query = encoder.encode(["Where was the Beatles band founded?"])[0]
+    assert int(np.argmax(vecs @ query)) == 0
+    assert encoder.encode([]).shape == (0, 384)
+    with pytest.raises(TypeError):
+        encoder.encode("a single string")
+
+
+def test_cache_encodes_only_new_texts(encoder: SentenceEncoder, tmp_path: Path):
+    cache = EmbeddingCache(encoder, tmp_path, dtype="float32")
+    start = encoder.texts_encoded
+    first = cache.encode_cached(TEXTS[:3])
+    assert encoder.texts_encoded - start == 3
+    # Rebuild with one extra sentence: exactly one text goes through the model.
+    second = cache.encode_cached(TEXTS)
+    assert encoder.texts_encoded - start == 4
+    np.testing.assert_array_equal(second[:3], first)
+    np.testing.assert_allclose(second, encoder.encode(TEXTS), atol=1e-6)  # batch padding: last-bit noise
+    assert len(cache) == 4
+    assert cache.path == tmp_path / f"embeddings-{encoder.identity}" / "embeddings.db"
+    cache.close()
+
+    # A new cache object (e.g. a new process) reads the same database and encodes nothing.
+    start = encoder.texts_encoded
+    reopened = EmbeddingCache(encoder, tmp_path, dtype="float32")
+    again = reopened.encode_cached([TEXTS[3], TEXTS[0], TEXTS[3]])
+    assert encoder.texts_encoded == start
+    np.testing.assert_array_equal(again, second[[3, 0, 3]])
+
+
+def test_cache_deduplicates_and_keeps_order(encoder: SentenceEncoder, tmp_path: Path):
+    cache = EmbeddingCache(encoder, tmp_path)
+    start = encoder.texts_encoded
+    vecs = cache.encode_cached([TEXTS[1], TEXTS[0], TEXTS[1]])
+    assert encoder.texts_encoded - start == 2
+    np.testing.assert_array_equal(vecs[0], vecs[2])
+    assert float(vecs[0] @ vecs[1]) < 0.99
+    assert cache.encode_cached([]).shape == (0, 384)
+
+
+def test_float16_cache_is_close_unit_and_stable(encoder: SentenceEncoder, tmp_path: Path):
+    cache = EmbeddingCache(encoder, tmp_path, dtype="float16")
+    fresh = cache.encode_cached(TEXTS)
+    np.testing.assert_allclose(fresh, encoder.encode(TEXTS), atol=2e-3)
+    np.testing.assert_allclose(np.linalg.norm(fresh, axis=1), 1.0, atol=1e-5)
+    # What a later run reads back is bit-identical to what the first run returned.
+    np.testing.assert_array_equal(
+        EmbeddingCache(encoder, tmp_path, dtype="float16").encode_cached(TEXTS), fresh
+    )
+    # float32 and float16 entries for one text coexist; each dtype reads only its own.
+    start = encoder.texts_encoded
+    EmbeddingCache(encoder, tmp_path, dtype="float32").encode_cached(TEXTS[:1])
+    assert encoder.texts_encoded - start == 1
+    with pytest.raises(ValueError, match="dtype"):
+        EmbeddingCache(encoder, tmp_path, dtype="int8")
+
+
+def test_interrupted_encoding_keeps_committed_chunks(
+    encoder: SentenceEncoder, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    real_encode = encoder.encode
+    calls = {"n": 0}
+
+    def interrupt_on_second_chunk(texts):
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise KeyboardInterrupt
+        return real_encode(texts)
+
+    cache = EmbeddingCache(encoder, tmp_path, chunk_size=2)
+    monkeypatch.setattr(encoder, "encode", interrupt_on_second_chunk)
+    with pytest.raises(KeyboardInterrupt):
+        cache.encode_cached(TEXTS)
+    monkeypatch.undo()
+    assert len(cache) == 2
+    start = encoder.texts_encoded
+    cache.encode_cached(TEXTS)
+    assert encoder.texts_encoded - start == 2
+
+
+def test_text_key_is_sha256_of_exact_text():
+    assert text_key("a") != text_key("a ")
+    assert len(text_key("Liverpool")) == 32
