@@ -10,7 +10,8 @@ ARGS ?=
 help:
 	@echo "make run    - set up the virtualenv, build the indexes, run the main job on the embedded data"
 	@echo "make test   - set up the virtualenv and run the tests"
-	@echo "make bench  - retrieval quality and speed benchmarks (writes benchmarks/results/)"
+	@echo "make bench  - retrieval quality, retrieval and verifier speed (writes benchmarks/results/)"
+	@echo "make bench-scale - BM25 and FAISS over 1M generated sentences"
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -39,6 +40,7 @@ lint: setup
 bench: setup
 	$(BIN)/python benchmarks/retrieval_quality.py
 	$(BIN)/python benchmarks/retrieval_speed.py
+	$(BIN)/python benchmarks/verifier_speed.py
 
 bench-scale: setup
 	$(BIN)/python benchmarks/scale.py
