@@ -142,39 +142,35 @@ def part_faiss(n: int, n_queries: int, sample: int) -> dict:
     del flat
 
     nlist = int(4 * np.sqrt(n))
-    t = time.perf_counter()
-    ivf = faiss.IndexIVFFlat(faiss.IndexFlatIP(dim), dim, nlist, faiss.METRIC_INNER_PRODUCT)
-    ivf.train(vectors[rng.choice(n, size=min(n, 50 * nlist), replace=False)])
-    ivf.add(vectors)
-    ivf.nprobe = 32
-    qps, ids = timed_search(ivf)
-    results["ivf_flat"] = {
-        "nlist": nlist,
-        "nprobe": 32,
-        "build_seconds": time.perf_counter() - t,
-        "queries_per_second": qps,
-        "recall@100_vs_flat": _overlap(ids, truth),
-        "bytes_per_vector": dim * 4,
-    }
-    del ivf
-
     m_pq = 48
-    t = time.perf_counter()
-    ivfpq = faiss.IndexIVFPQ(faiss.IndexFlatIP(dim), dim, nlist, m_pq, 8, faiss.METRIC_INNER_PRODUCT)
-    ivfpq.train(vectors[rng.choice(n, size=min(n, 50 * nlist), replace=False)])
-    ivfpq.add(vectors)
-    ivfpq.nprobe = 32
-    qps, ids = timed_search(ivfpq)
-    results["ivf_pq"] = {
-        "nlist": nlist,
-        "m": m_pq,
-        "nprobe": 32,
-        "build_seconds": time.perf_counter() - t,
-        "queries_per_second": qps,
-        "recall@100_vs_flat": _overlap(ids, truth),
-        "bytes_per_vector": m_pq + 8,
-    }
-    del ivfpq
+
+    def ivf(name: str, index: faiss.Index, bytes_per_vector: int, **extra: int) -> None:
+        t0 = time.perf_counter()
+        index.train(vectors[rng.choice(n, size=min(n, 50 * nlist), replace=False)])
+        index.add(vectors)
+        index.nprobe = 32
+        qps, ids = timed_search(index)
+        results[name] = {
+            "nlist": nlist,
+            "nprobe": 32,
+            **extra,
+            "build_seconds": time.perf_counter() - t0,
+            "queries_per_second": qps,
+            "recall@100_vs_flat": _overlap(ids, truth),
+            "bytes_per_vector": bytes_per_vector,
+        }
+
+    ivf(
+        "ivf_flat",
+        faiss.IndexIVFFlat(faiss.IndexFlatIP(dim), dim, nlist, faiss.METRIC_INNER_PRODUCT),
+        dim * 4,
+    )
+    ivf(
+        "ivf_pq",
+        faiss.IndexIVFPQ(faiss.IndexFlatIP(dim), dim, nlist, m_pq, 8, faiss.METRIC_INNER_PRODUCT),
+        m_pq + 8,
+        m=m_pq,
+    )
 
     t = time.perf_counter()
     hnsw = faiss.IndexHNSWFlat(dim, 32, faiss.METRIC_INNER_PRODUCT)

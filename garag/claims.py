@@ -15,7 +15,7 @@ NEI claims carry ``[[[ann_id, null, null, null]]]``; test files have neither
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from garag.errors import ErrorPolicy, InputError
@@ -80,6 +80,55 @@ def _fever_evidence(obj: dict, path: Path, lineno: int) -> tuple[tuple[SentenceI
     return tuple(sets)
 
 
+def _read_claims(
+    path: str | Path,
+    policy: ErrorPolicy | None,
+    labels: tuple[str, ...],
+    build: Callable[[dict, Path, int], Claim],
+) -> Iterator[Claim]:
+    """Shared loop: JSON lines, common checks, repeated ids; ``build`` parses the format's evidence."""
+    path, policy = Path(path), policy or ErrorPolicy()
+    seen: set = set()
+    for lineno, obj in _iter_json_lines(path, policy):
+        try:
+            _check_common(obj, path, lineno, labels)
+            if obj["id"] in seen:
+                raise InputError(str(path), lineno, f"claim id {obj['id']!r} repeated", kind="repeated_id")
+            claim = build(obj, path, lineno)
+        except InputError as e:
+            policy.handle(e)
+            continue
+        seen.add(obj["id"])
+        yield claim
+
+
+def _fever_claim(obj: dict, path: Path, lineno: int) -> Claim:
+    evidence = _fever_evidence(obj, path, lineno)
+    return Claim(id=obj["id"], text=obj["claim"], label=obj.get("label"), evidence=evidence)
+
+
+def _hover_claim(obj: dict, path: Path, lineno: int) -> Claim:
+    items = []
+    for item in obj.get("evidence") or []:
+        if not (
+            isinstance(item, list)
+            and len(item) == 2
+            and isinstance(item[0], str)
+            and isinstance(item[1], int)
+        ):
+            raise InputError(
+                str(path), lineno, f"claim {obj['id']!r}: evidence item {item!r} is not [page, line]"
+            )
+        items.append(SentenceId(item[0], item[1]))
+    return Claim(
+        id=obj["id"],
+        text=obj["claim"],
+        label=obj.get("label"),
+        evidence=(tuple(items),) if items else (),
+        num_hops=obj.get("num_hops"),
+    )
+
+
 def read_fever_claims(path: str | Path, policy: ErrorPolicy | None = None) -> Iterator[Claim]:
     """Stream claims from a FEVER-format file (labels and evidence optional).
 
@@ -87,50 +136,9 @@ def read_fever_claims(path: str | Path, policy: ErrorPolicy | None = None) -> It
         InputError: naming file and line for malformed JSON, a missing field,
             an unknown label, a repeated claim id or a bad evidence pointer.
     """
-    path, policy = Path(path), policy or ErrorPolicy()
-    seen: set = set()
-    for lineno, obj in _iter_json_lines(path, policy):
-        try:
-            _check_common(obj, path, lineno, FEVER_LABELS)
-            if obj["id"] in seen:
-                raise InputError(str(path), lineno, f"claim id {obj['id']!r} repeated", kind="repeated_id")
-            evidence = _fever_evidence(obj, path, lineno)
-        except InputError as e:
-            policy.handle(e)
-            continue
-        seen.add(obj["id"])
-        yield Claim(id=obj["id"], text=obj["claim"], label=obj.get("label"), evidence=evidence)
+    return _read_claims(path, policy, FEVER_LABELS, _fever_claim)
 
 
 def read_hover_claims(path: str | Path, policy: ErrorPolicy | None = None) -> Iterator[Claim]:
-    """Stream claims from HoVer's format (one evidence set of ``[page, line]`` pairs)."""
-    path, policy = Path(path), policy or ErrorPolicy()
-    seen: set = set()
-    for lineno, obj in _iter_json_lines(path, policy):
-        try:
-            _check_common(obj, path, lineno, HOVER_LABELS)
-            if obj["id"] in seen:
-                raise InputError(str(path), lineno, f"claim id {obj['id']!r} repeated", kind="repeated_id")
-            items = []
-            for item in obj.get("evidence") or []:
-                if not (
-                    isinstance(item, list)
-                    and len(item) == 2
-                    and isinstance(item[0], str)
-                    and isinstance(item[1], int)
-                ):
-                    raise InputError(
-                        str(path), lineno, f"claim {obj['id']!r}: evidence item {item!r} is not [page, line]"
-                    )
-                items.append(SentenceId(item[0], item[1]))
-        except InputError as e:
-            policy.handle(e)
-            continue
-        seen.add(obj["id"])
-        yield Claim(
-            id=obj["id"],
-            text=obj["claim"],
-            label=obj.get("label"),
-            evidence=(tuple(items),) if items else (),
-            num_hops=obj.get("num_hops"),
-        )
+    """Stream claims from HoVer's format (one evidence set of ``[page, line]`` pairs); errors as FEVER's."""
+    return _read_claims(path, policy, HOVER_LABELS, _hover_claim)

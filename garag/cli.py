@@ -30,6 +30,14 @@ def _add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("-v", "--verbose", action="store_true", help="debug logging")
 
 
+def _add_run(p: argparse.ArgumentParser) -> None:
+    _add_common(p)
+    p.add_argument("--out", help="run directory (default: <results_dir>/<dataset>-baseline[-oracle])")
+    p.add_argument(
+        "--oracle", action="store_true", help="give the verifier the gold evidence (retrieval oracle)"
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="garag", description="Graph-augmented RAG for fact verification.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -57,20 +65,12 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser(
         "predict", help="verify every claim of the dataset; writes predictions.jsonl (resumable)"
     )
-    _add_common(p)
-    p.add_argument("--out", help="run directory (default: <results_dir>/<dataset>-baseline[-oracle])")
-    p.add_argument(
-        "--oracle", action="store_true", help="give the verifier the gold evidence (retrieval oracle)"
-    )
+    _add_run(p)
 
     p = sub.add_parser(
         "evaluate", help="predict (resuming) and score: accuracy, FEVER score, evidence P/R/F1"
     )
-    _add_common(p)
-    p.add_argument("--out", help="run directory (default: <results_dir>/<dataset>-baseline[-oracle])")
-    p.add_argument(
-        "--oracle", action="store_true", help="give the verifier the gold evidence (retrieval oracle)"
-    )
+    _add_run(p)
     p.add_argument("--predictions", help="only re-score this saved predictions.jsonl (runs no model)")
 
     p = sub.add_parser("evaluate-retrieval", help="recall@k and hit rate of each retriever and of the fusion")

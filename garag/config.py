@@ -63,7 +63,7 @@ class BM25Config:
         method: bm25s variant: "lucene", "robertson", "atire", "bm25l", "bm25+".
         k1, b: BM25 parameters.
         stopwords: bm25s stopword list name ("en") or "" for none.
-        stemmer: PyStemmer language ("english") or "" for none (none measured better on HoVer, equal on FEVER).
+        stemmer: PyStemmer language ("english") or "" for none (none: better on HoVer, equal on FEVER).
         title_prefix: prepend the page title to each sentence before indexing.
     """
 

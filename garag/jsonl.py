@@ -46,7 +46,9 @@ class ResumableJsonl:
                 self.done.add(_hashable(rec[self.key]))
                 good_bytes += len(raw)
         if good_bytes != self.path.stat().st_size:
-            logger.warning("%s: cutting a torn last line (resuming after %d records)", self.path, len(self.records))
+            logger.warning(
+                "%s: cutting a torn last line (resuming after %d records)", self.path, len(self.records)
+            )
             with open(self.path, "r+b") as fh:
                 fh.truncate(good_bytes)
 
