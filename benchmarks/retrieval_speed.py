@@ -63,20 +63,29 @@ def _latency(dataset: str, cache: str, n_claims: int) -> dict:
     k = config.retrieval.k
     for r in pipe.retrievers.values():  # warm-up (model load, mmap)
         r.retrieve(claims[0], k)
+
+    def clear_caches() -> None:
+        for r in pipe.retrievers.values():
+            if hasattr(r, "clear_query_cache"):
+                r.clear_query_cache()
+
     out = {}
     for name, r in pipe.retrievers.items():
+        clear_caches()
         times = []
         for q in claims:
             t = time.perf_counter()
             r.retrieve(q, config.fusion.depth)
             times.append(time.perf_counter() - t)
         out[name] = times
+    clear_caches()
     times = []
     for q in claims:
         t = time.perf_counter()
         pipe.retrieve(q, k)
         times.append(time.perf_counter() - t)
     out["fused (all + RRF)"] = times
+    clear_caches()
     t = time.perf_counter()
     pipe.retrieve_batch(claims, k)
     batch_per_claim = (time.perf_counter() - t) / len(claims)
@@ -99,6 +108,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--dataset", default="fever")
     ap.add_argument("--claims", type=int, default=300)
     ap.add_argument("--cache", default="", help="cache dir (default: a fresh temporary dir = cold build)")
+    ap.add_argument("--builds-from", help="reuse the build rows of an earlier result JSON (latency only)")
     ap.add_argument("--step", help=argparse.SUPPRESS)
     ap.add_argument("--retriever", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -125,12 +135,19 @@ def main(argv: list[str] | None = None) -> int:
         done = subprocess.run(cmd + list(extra), check=True, capture_output=True, text=True)
         return json.loads(done.stdout.strip().splitlines()[-1])
 
-    builds = [child("--step", "build", "--retriever", r) for r in ("store", "bm25", "pages", "dense")]
+    if args.builds_from:
+        earlier = json.loads(Path(args.builds_from).read_text())
+        builds, cold = earlier["builds"], earlier["cold_cache"]
+    else:
+        builds, cold = (
+            [child("--step", "build", "--retriever", r) for r in ("store", "bm25", "pages", "dense")],
+            None,
+        )
     latency = child("--step", "latency")
     result = {
         "dataset": args.dataset,
         "cache": cache,
-        "cold_cache": not args.cache,
+        "cold_cache": (not args.cache) if cold is None else cold,
         "builds": builds,
         **latency,
         "machine": {"cpus": os.cpu_count(), "python": sys.version.split()[0]},

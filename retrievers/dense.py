@@ -278,6 +278,10 @@ class FaissDenseRetriever:
         """Embedding dimension of the loaded index."""
         return int(self._require_loaded().d)
 
+    def clear_query_cache(self) -> None:
+        """Forget cached query embeddings (benchmarks time the encoder, not the cache)."""
+        self._query_lru.clear()
+
     def encode_queries(self, queries: list[str]) -> np.ndarray:
         """Unit query vectors, shape ``(len(queries), dim)``; recent queries come from an LRU.
 
