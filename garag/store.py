@@ -173,27 +173,27 @@ class SentenceStore:
             raise KeyError(f"rows not in the sentence store: {missing[:5]}")
         return [found[r] for r in rows]
 
-    def get(self, sid: SentenceId) -> Sentence | None:
-        """One sentence by FEVER id, or None (unknown page, or an empty line)."""
+    def _find(self, sid: SentenceId) -> tuple[int, str, str | None] | None:
+        """``(row, text, links_json)`` of a sentence, or None."""
         idx = self._pages()[0].get(sid.page)
         if idx is None:
             return None
-        r = self.con.execute(
-            "SELECT text, links FROM sentences WHERE page_idx=? AND line=?", (idx, sid.line)
+        return self.con.execute(
+            "SELECT row, text, links FROM sentences WHERE page_idx=? AND line=?", (idx, sid.line)
         ).fetchone()
-        if r is None:
+
+    def get(self, sid: SentenceId) -> Sentence | None:
+        """One sentence by FEVER id, or None (unknown page, or an empty line)."""
+        found = self._find(sid)
+        if found is None:
             return None
-        return Sentence(sid, r[0], tuple(json.loads(r[1])) if r[1] else ())
+        _, text, links = found
+        return Sentence(sid, text, tuple(json.loads(links)) if links else ())
 
     def row_of(self, sid: SentenceId) -> int | None:
         """Row id of a sentence, or None."""
-        idx = self._pages()[0].get(sid.page)
-        if idx is None:
-            return None
-        r = self.con.execute(
-            "SELECT row FROM sentences WHERE page_idx=? AND line=?", (idx, sid.line)
-        ).fetchone()
-        return None if r is None else r[0]
+        found = self._find(sid)
+        return None if found is None else found[0]
 
     def page(self, page: str) -> list[Sentence]:
         """All non-empty sentences of a page in line order ([] for an unknown page)."""
