@@ -1,0 +1,1 @@
+"""LLM prompt templates (files), versioned and hashed into cache keys; filled by the LLM stages."""
