@@ -16,6 +16,10 @@ def test_defaults_and_overrides():
     assert c.fusion.weights == {"dense": 0.5}
 
 
+def test_exponent_without_a_dot_is_a_number():
+    assert load_config(overrides=["train.learning_rate=3e-5"]).train.learning_rate == 3e-5
+
+
 def test_unknown_key_is_an_error_naming_it():
     with pytest.raises(ConfigError, match=r"bm25: unknown key\(s\) \['kk'\]"):
         load_config(overrides=["bm25.kk=1"])
