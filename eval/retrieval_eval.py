@@ -11,8 +11,6 @@ import csv
 import io
 import json
 import logging
-import os
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,7 +18,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from eval.retrieval_metrics import RetrievalBreakdown, RetrievalReport, retrieval_breakdown
-from garag.artifacts import write_json_atomic
+from garag.artifacts import write_json_atomic, write_text_atomic
 from garag.config import Config
 from garag.errors import ErrorPolicy
 from garag.types import Claim, SentenceId
@@ -48,13 +46,6 @@ class RetrievalEvaluation:
     ms_per_claim: dict[str, float]
     table_markdown: str
     out_dir: Path
-
-
-def _write_text_atomic(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        fh.write(text)
-    os.replace(tmp, path)
 
 
 def _fmt(v: float | None) -> str:
@@ -181,7 +172,7 @@ def evaluate_retrieval(
         "artifacts": {n: str(p) for n, p in pipe.artifacts.items()},
     }
     write_json_atomic(out / "metrics.json", metrics)
-    _write_text_atomic(out / "table.md", md)
-    _write_text_atomic(out / "table.csv", csv_text)
-    _write_text_atomic(out / "hits.jsonl", "\n".join(hits_lines) + "\n")
+    write_text_atomic(out / "table.md", md)
+    write_text_atomic(out / "table.csv", csv_text)
+    write_text_atomic(out / "hits.jsonl", "\n".join(hits_lines) + "\n")
     return RetrievalEvaluation(pipe.dataset.name, reports, ms, md, out)

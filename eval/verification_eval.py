@@ -9,6 +9,7 @@ so a saved run can be re-scored without running any model.
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from collections.abc import Sequence
@@ -19,9 +20,10 @@ from tqdm import tqdm
 
 from eval.fever_score import FeverPrediction, confusion_matrix, macro_f1, per_class_scores, score_claims
 from eval.retrieval_metrics import retrieval_breakdown
+from garag.artifacts import settings_hash, write_json_atomic, write_text_atomic
 from garag.config import Config
 from garag.datasets import Dataset
-from garag.errors import ErrorPolicy
+from garag.errors import ErrorPolicy, InputError
 from garag.jsonl import ResumableJsonl
 from garag.types import Claim, SentenceId
 from pipeline.verification import ClaimResult, VerificationPipeline, predicted_evidence
@@ -65,8 +67,6 @@ class RunOutcome:
 
 def validate_claims(claims: Sequence[Claim], policy: ErrorPolicy, source: str) -> list[Claim]:
     """Drop (and count) claims the pipeline cannot verify: empty or punctuation-only text."""
-    from garag.errors import InputError
-
     kept = []
     for i, c in enumerate(claims, start=1):
         if not any(ch.isalnum() for ch in c.text):
@@ -81,8 +81,6 @@ def validate_claims(claims: Sequence[Claim], policy: ErrorPolicy, source: str) -
 
 def _check_run_identity(out: Path, config: Config, pipe: VerificationPipeline, oracle: bool) -> None:
     """Record what produced a run; refuse to resume a run made with other settings or another model."""
-    from garag.artifacts import settings_hash, write_json_atomic
-
     identity = {
         "config_hash": settings_hash(config.to_dict() | {"eval": None, "paths": None}),
         "model": pipe.model_path,
@@ -92,8 +90,6 @@ def _check_run_identity(out: Path, config: Config, pipe: VerificationPipeline, o
     }
     path = out / "run.json"
     if path.is_file() and (out / "predictions.jsonl").is_file():
-        import json
-
         previous = json.loads(path.read_text(encoding="utf-8"))
         if {k: previous.get(k) for k in identity} != identity:
             changed = sorted(k for k in identity if previous.get(k) != identity[k])
@@ -271,11 +267,9 @@ def metrics_table(name: str, m: dict) -> str:
 
 def write_metrics(out_dir: Path, name: str, metrics: dict) -> str:
     """Write ``metrics.json`` and ``metrics.md``; return the Markdown."""
-    from garag.artifacts import write_json_atomic
-
     write_json_atomic(out_dir / "metrics.json", metrics)
     md = metrics_table(name, metrics)
-    (out_dir / "metrics.md").write_text(md, encoding="utf-8")
+    write_text_atomic(out_dir / "metrics.md", md)
     return md
 
 
