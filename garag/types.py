@@ -110,3 +110,24 @@ class Verdict:
     explanation: str
     evidence: tuple[SentenceId, ...] = ()
     scores: dict[Label, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Triplet:
+    """A fact extracted from one evidence sentence.
+
+    Attributes:
+        subject: subject phrase (or the linked corpus entity, a page id, when known).
+        relation: relation phrase (e.g. the verb lemma with its preposition).
+        object: object phrase (or linked page id).
+        confidence: extractor's confidence in [0, 1].
+        source: the sentence the fact comes from.
+        extractor: which extractor produced it ("syntactic", "llm").
+    """
+
+    subject: str
+    relation: str
+    object: str
+    confidence: float
+    source: SentenceId
+    extractor: str = "syntactic"

@@ -1,0 +1,279 @@
+"""Rule-based claim decomposition: claim -> yes/no subquestions, without an LLM.
+
+The claim is parsed with spaCy and split into its simple facts, each turned
+into a yes/no question (Chen et al., NAACL 2024 use an LLM for this; these
+rules cover the common shapes):
+
+* coordinated verbs share the subject: "X was born in Y and served as Z" ->
+  "Was X born in Y?", "Did X serve as Z?";
+* coordinated noun phrases: "X starred in A and B" -> one question per member;
+* relative clauses: "X, who founded Y, ..." -> "Did X found Y?" plus the main
+  clause without the relative clause;
+* appositions: "X, a lawyer, ..." -> "Is X a lawyer?";
+* entity pairs: for two named entities, the dependency path between them is
+  kept as the predicate: "Obama starred in a film directed by Spielberg" ->
+  "Obama starred in film directed by Spielberg?".
+
+Questions are normalised and deduplicated by their content words; a question
+with the same content words as the whole claim is dropped (the claim is
+already a retrieval query).  ``dedupe_questions`` is shared with the LLM
+decomposer.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+import Stemmer
+
+from garag.config import DecompositionConfig
+from pipeline.nlp import load_spacy
+
+_QUESTION_FILLER = {"did", "does", "do", "is", "was", "are", "were", "the", "a", "an", "it", "true", "that"}
+_NON_ENTITY_TYPES = {"DATE", "TIME", "CARDINAL", "ORDINAL", "PERCENT", "MONEY", "QUANTITY"}
+_PAIR_TYPES = {"PERSON", "ORG", "GPE", "LOC", "WORK_OF_ART", "EVENT", "FAC", "PRODUCT", "LAW"}
+_SENTENCE_PUNCT = {",", ".", ";", ":", "!", "?"}
+_PATH_POS = {"VERB", "AUX", "ADP", "NOUN", "PROPN", "ADJ", "PART", "NUM"}
+_DROP_DEPS = {"relcl", "appos", "cc", "conj"}
+_STEMMER = Stemmer.Stemmer("english")
+
+
+def _dropped(tok: Any) -> bool:
+    """Children left out of a simple clause: relative clauses, appositions, coordination, commas."""
+    return tok.dep_ in _DROP_DEPS or (tok.dep_ == "punct" and tok.text in _SENTENCE_PUNCT)
+
+
+def normalize_question(text: str) -> str:
+    """One line, single spaces, no space before punctuation, capitalised, ending in one "?"."""
+    text = re.sub(r"\s+", " ", text).strip()
+    text = re.sub(r" ([,.;:!?%)])", r"\1", text).replace("( ", "(")
+    text = text.rstrip(" .,;:!?")
+    if not text:
+        return ""
+    return text[0].upper() + text[1:] + "?"
+
+
+def question_key(text: str) -> tuple[str, ...]:
+    """Content words of a question or claim, sorted: equal keys = the same question."""
+    words = re.findall(r"\w+", text.casefold())
+    return tuple(sorted({_STEMMER.stemWord(w) for w in words if w not in _QUESTION_FILLER}))
+
+
+def dedupe_questions(questions: Iterable[str], claim: str, max_questions: int) -> list[str]:
+    """Normalise; drop empties, duplicates and restatements of the claim; keep ``max_questions``."""
+    if max_questions < 0:
+        raise ValueError(f"max_questions must be >= 0, got {max_questions}")
+    seen = {question_key(claim)}
+    out: list[str] = []
+    for q in questions:
+        q = normalize_question(q)
+        key = question_key(q)
+        if not key or key in seen:
+            continue
+        seen.add(key)
+        out.append(q)
+        if len(out) >= max_questions:
+            break
+    return out
+
+
+class RuleDecomposer:
+    """spaCy rule decomposer (implements ``Decomposer``); needs no LLM.
+
+    Args:
+        config: decomposition settings (max questions, entity pairs, spaCy model).
+        link: optional entity linker, mention -> corpus page id; used by ``claim_entities``.
+    """
+
+    name = "rule"
+
+    def __init__(
+        self, config: DecompositionConfig | None = None, link: Callable[[str], str | None] | None = None
+    ):
+        self.config = config or DecompositionConfig()
+        self._link = link
+        self._nlp: Any = None
+
+    def load(self) -> RuleDecomposer:
+        """Load the spaCy pipeline (shared per process); idempotent."""
+        if self._nlp is None:
+            self._nlp = load_spacy(self.config.spacy_model)
+        return self
+
+    def decompose(self, claim: str) -> list[str]:
+        """At most ``max_questions`` deduplicated yes/no subquestions; empty for a single simple fact.
+
+        Raises:
+            TypeError: the claim is not a string.
+        """
+        if not isinstance(claim, str):
+            raise TypeError(f"claim: expected str, got {type(claim).__name__}")
+        claim = re.sub(r"\s+", " ", claim).strip()
+        if not claim or self.config.max_questions == 0:
+            return []
+        doc = self.load()._nlp(claim)
+        questions = [_question(c) for c in _clauses(doc)]
+        if self.config.entity_pairs:
+            questions.extend(_entity_pair_questions(doc, self.config.max_entity_pairs))
+        return dedupe_questions(questions, claim, self.config.max_questions)
+
+    def claim_entities(self, claim: str) -> list[str]:
+        """The claim's named entities and proper-noun phrases (page ids where the linker knows them)."""
+        doc = self.load()._nlp(claim)
+        names = [e.text for e in doc.ents if e.label_ not in _NON_ENTITY_TYPES]
+        names += [nc.text for nc in doc.noun_chunks if nc.root.pos_ == "PROPN"]
+        out: list[str] = []
+        for n in names:
+            n = re.sub(r"^(?:the|a|an) ", "", n.strip(), flags=re.IGNORECASE)
+            linked = (self._link(n) if self._link else None) or n
+            if linked not in out:
+                out.append(linked)
+        return out
+
+
+# -- clauses -----------------------------------------------------------------------------------
+
+
+def _subtree_without(tok: Any, drop: Callable[[Any], bool]) -> list[Any]:
+    """Tokens of ``tok``'s subtree in order, leaving out the subtrees of children where ``drop`` is true."""
+    out = [tok]
+    for c in tok.children:
+        if not drop(c):
+            out.extend(_subtree_without(c, drop))
+    return sorted(out, key=lambda t: t.i)
+
+
+def _np(tok: Any) -> list[Any]:
+    """A noun phrase without its relative clauses, appositions and coordination."""
+    return _subtree_without(tok, _dropped)
+
+
+def _subject_of(verb: Any) -> Any | None:
+    for c in verb.children:
+        if c.dep_ in ("nsubj", "nsubjpass", "csubj"):
+            return c
+    if verb.dep_ == "conj":
+        return _subject_of(verb.head)
+    return None
+
+
+def _clauses(doc: Any) -> list[tuple[list[Any], Any]]:
+    """Simple clauses as (tokens in order, predicate); the predicate is used to form the question."""
+    clauses: list[tuple[list[Any], Any]] = []
+    for tok in doc:
+        if tok.dep_ == "ROOT" or (tok.dep_ == "conj" and tok.pos_ in ("VERB", "AUX")):
+            subj = _subject_of(tok)
+            body = _subtree_without(tok, lambda c: _dropped(c) or c.dep_ in ("nsubj", "nsubjpass"))
+            if subj is not None:
+                clauses.extend(_expand_coordination(_np(subj) + body, tok))
+        elif tok.dep_ == "relcl" and tok.head.pos_ in ("NOUN", "PROPN"):
+            rel = [
+                t
+                for t in _subtree_without(tok, lambda c: c.dep_ in ("punct", "relcl"))
+                if t.tag_ not in ("WDT", "WP")
+            ]
+            head = _np(tok.head)
+            has_subj = any(
+                c.dep_ in ("nsubj", "nsubjpass") and c.tag_ not in ("WDT", "WP") for c in tok.children
+            )
+            clauses.append((rel + head if has_subj else head + rel, tok))
+        elif (
+            tok.dep_ == "appos"
+            and tok.head.pos_ in ("NOUN", "PROPN")
+            and tok.ent_type_ not in _NON_ENTITY_TYPES
+        ):
+            clauses.append((_np(tok.head) + [_IS] + _np(tok), _IS))
+    return clauses
+
+
+class _Word:
+    """A synthetic token ("is") inserted into an appositive clause."""
+
+    def __init__(self, text: str) -> None:
+        self.text = self.lemma_ = text
+        self.whitespace_ = " "
+        self.dep_, self.pos_, self.tag_, self.i = "ROOT", "AUX", "VBZ", -1
+        self.children: list[Any] = []
+
+
+_IS = _Word("is")
+
+
+def _expand_coordination(tokens: list[Any], pred: Any) -> list[tuple[list[Any], Any]]:
+    """One clause per member of the first coordinated noun phrase ("in A and B" -> "in A", "in B")."""
+    for t in tokens:
+        conjs = [c for c in t.children if c.dep_ == "conj" and c.pos_ in ("NOUN", "PROPN")]
+        if not conjs or t.pos_ not in ("NOUN", "PROPN"):
+            continue
+        members = [t, *conjs]
+        span = {x.i for m in members for x in m.subtree} | {x.i for x in t.subtree}
+        start = min(span)
+        before = [x for x in tokens if x.i < start and x.i not in span]
+        after = [x for x in tokens if x.i > max(span)]
+        return [(before + _np(m) + after, pred) for m in members]
+    return [(tokens, pred)]
+
+
+def _question(clause: tuple[list[Any], Any]) -> str:
+    """Yes/no question from a declarative clause: front the auxiliary, or add do-support."""
+    tokens, pred = clause
+    toks = [t for t in tokens if t.text not in _SENTENCE_PUNCT]
+    words = [t.text for t in toks]
+    aux_idx = next(
+        (
+            i
+            for i, t in enumerate(toks)
+            if (t.dep_ in ("aux", "auxpass") and t.head.i == pred.i) or (t.i == pred.i and t.pos_ == "AUX")
+        ),
+        None,
+    )
+    if aux_idx is not None and aux_idx > 0:
+        aux = words.pop(aux_idx)
+        toks.pop(aux_idx)
+        if toks[0].pos_ != "PROPN":
+            words[0] = words[0][:1].lower() + words[0][1:]
+        return _join([aux.capitalize(), *words], [None, *toks])
+    pos = next((i for i, t in enumerate(toks) if t.i == pred.i), None)
+    if pos is not None and pred.pos_ == "VERB":
+        do = {"VBZ": "Does", "VBP": "Do"}.get(pred.tag_, "Did")
+        words[pos] = pred.lemma_
+        return _join([do, *words], [None, *toks])
+    return "Is it true that " + _join(words, toks)
+
+
+def _join(words: list[str], toks: list[Any]) -> str:
+    """Join words with single spaces, except where the source had none ("Coster-Waldau")."""
+    out = []
+    for k, w in enumerate(words):
+        out.append(w)
+        t, nxt = toks[k], toks[k + 1] if k + 1 < len(toks) else None
+        glued = t is not None and nxt is not None and t.i >= 0 and nxt.i == t.i + 1 and not t.whitespace_
+        out.append("" if glued else " ")
+    return "".join(out).strip()
+
+
+def _entity_pair_questions(doc: Any, max_pairs: int) -> list[str]:
+    ents = [e for e in doc.ents if e.label_ in _PAIR_TYPES]
+    out: list[str] = []
+    for a, b in itertools.islice(itertools.combinations(ents, 2), max_pairs):
+        path = _path_words(a, b)
+        out.append(f"{a.text} {' '.join(path)} {b.text}" if path else f"Is {a.text} related to {b.text}")
+    return out
+
+
+def _path_words(a: Any, b: Any) -> list[str]:
+    """Words on the dependency path between two spans' roots (the predicate linking them)."""
+    up_a = [a.root, *a.root.ancestors]
+    up_b = [b.root, *b.root.ancestors]
+    common = next((t for t in up_a if t in up_b), None)
+    if common is None:
+        return []
+    path = up_a[: up_a.index(common) + 1] + up_b[: up_b.index(common)]
+    inside = set(range(a.start, a.end)) | set(range(b.start, b.end))
+    keep = {t.i for t in path if t.i not in inside and t.pos_ in _PATH_POS}
+    keep |= {c.i for t in path if t.i in keep for c in t.children if c.dep_ in ("neg", "auxpass", "prt")}
+    doc: Sequence[Any] = a.doc
+    return [doc[i].text for i in sorted(keep)]

@@ -1,0 +1,66 @@
+"""Rule decomposition with the real spaCy model, and the shared de-duplication."""
+
+from __future__ import annotations
+
+import pytest
+
+from garag.config import ConfigError, DecompositionConfig
+from pipeline.decompose import RuleDecomposer, dedupe_questions, normalize_question
+from pipeline.protocols import Decomposer
+
+
+@pytest.fixture(scope="module")
+def decomposer() -> RuleDecomposer:
+    return RuleDecomposer().load()
+
+
+def test_verb_conjunction(decomposer: RuleDecomposer) -> None:
+    qs = decomposer.decompose("Barack Obama was born in Hawaii and served as president.")
+    assert qs[:2] == ["Was Barack Obama born in Hawaii?", "Did Barack Obama serve as president?"]
+    assert isinstance(decomposer, Decomposer)
+
+
+def test_noun_conjunction(decomposer: RuleDecomposer) -> None:
+    qs = decomposer.decompose("Tom Hanks starred in Forrest Gump and Cast Away.")
+    assert "Did Tom Hanks star in Forrest Gump?" in qs and "Did Tom Hanks star in Cast Away?" in qs
+
+
+def test_relative_clause_and_apposition(decomposer: RuleDecomposer) -> None:
+    qs = decomposer.decompose("Steven Spielberg, who founded DreamWorks, directed Jaws.")
+    assert qs[:2] == ["Did Steven Spielberg found DreamWorks?", "Did Steven Spielberg direct Jaws?"]
+    qs = decomposer.decompose(
+        "Nikolaj Coster-Waldau, a Danish actor, worked with the Fox Broadcasting Company."
+    )
+    assert "Is Nikolaj Coster-Waldau a Danish actor?" in qs
+
+
+def test_simple_claim_gives_nothing_and_limit(decomposer: RuleDecomposer) -> None:
+    # one simple fact: its question restates the claim, which is already a retrieval query
+    assert decomposer.decompose("Roman Atwood is a content creator.") == []
+    assert decomposer.decompose("   ") == []
+    one = RuleDecomposer(DecompositionConfig(max_questions=1)).load()
+    assert len(one.decompose("Tom Hanks starred in Forrest Gump and Cast Away.")) == 1
+    with pytest.raises(TypeError, match="claim"):
+        decomposer.decompose(None)  # type: ignore[arg-type]
+
+
+def test_claim_entities_linked() -> None:
+    d = RuleDecomposer(link={"Barack Obama": "Barack_Obama"}.get).load()
+    assert d.claim_entities("Barack Obama was born in Hawaii.")[:2] == ["Barack_Obama", "Hawaii"]
+
+
+def test_dedupe_and_normalise() -> None:
+    claim = "Obama was born in Hawaii and served as president."
+    qs = [
+        "  was obama born in hawaii ?? ",
+        "Was Obama born in Hawaii?",  # same content words
+        "Did Obama serve as president",
+        "Obama was born in Hawaii and served as president",  # the claim itself
+        "",
+    ]
+    assert dedupe_questions(qs, claim, 5) == ["Was obama born in hawaii?", "Did Obama serve as president?"]
+    assert normalize_question("  is  Paris in France , really . ") == "Is Paris in France, really?"
+    with pytest.raises(ValueError, match="max_questions"):
+        dedupe_questions(qs, claim, -1)
+    with pytest.raises(ConfigError, match="decomposition.method"):
+        DecompositionConfig(method="magic")
