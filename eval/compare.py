@@ -1,0 +1,430 @@
+"""Run several configurations over the same claims and compare them (``garag compare``).
+
+Each configuration file gives one system (named after the file); every system
+is the same pipeline object built from its config.  ``results/<run_id>/``
+holds:
+
+* ``run.json``: the claims (ids, sample size, seed, file hash) and the systems;
+* ``configs/<system>.yaml``: each resolved config;
+* ``predictions/<system>.jsonl``: one record per claim, written as it is made
+  (FEVER submission fields, explanation, label scores, per-stage timings,
+  retrieved ids per retriever); ``<system>.faithful.jsonl`` the faithfulness
+  check of each explanation; ``<system>.timing.json`` the wall time;
+* ``env.json``; and, from :func:`rescore`, ``metrics.json``, ``metrics.csv``,
+  ``report.md`` and ``figures/``.
+
+A killed run started again skips the claims already written; predictions do
+not depend on where a run was interrupted.  :func:`rescore` reads only files.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from tqdm import tqdm
+
+from eval.run_env import environment, file_sha256, tree_hashes
+from eval.verification_eval import RETRIEVED_KEPT, result_record, validate_claims
+from garag.artifacts import settings_hash, write_json_atomic, write_text_atomic
+from garag.config import Config, load_config
+from garag.datasets import Dataset, get_dataset
+from garag.errors import ErrorPolicy
+from garag.jsonl import ResumableJsonl
+from garag.types import Claim, Evidence
+
+logger = logging.getLogger(__name__)
+
+PipelineFactory = Callable[[Config, bool], Any]
+
+
+@dataclass(frozen=True)
+class System:
+    """One configuration under comparison.
+
+    Attributes:
+        name: file stem (made unique), used in file names and tables.
+        source: the config file it came from.
+        config: the resolved config.
+    """
+
+    name: str
+    source: str
+    config: Config
+
+
+@dataclass(frozen=True)
+class CompareOutcome:
+    """Where a comparison wrote and what it did."""
+
+    run_dir: Path
+    written: dict[str, int]
+    resumed: dict[str, int]
+    metrics: dict
+
+
+def default_pipeline(config: Config, progress: bool) -> Any:
+    """The pipeline a config describes (cheap; ``build()`` does the work)."""
+    from pipeline.verification import VerificationPipeline
+
+    return VerificationPipeline(config, progress=progress)
+
+
+def load_systems(configs: Sequence[str | Path], overrides: Sequence[str] = ()) -> list[System]:
+    """One ``System`` per config file, named by its stem (``-2``, ``-3`` appended to repeats)."""
+    if len(configs) < 2:
+        raise ValueError(f"compare needs at least two configs, got {len(configs)}")
+    systems: list[System] = []
+    names: set[str] = set()
+    for path in configs:
+        stem = Path(path).stem
+        name, n = stem, 1
+        while name in names:
+            n += 1
+            name = f"{stem}-{n}"
+        names.add(name)
+        systems.append(System(name, str(path), load_config(path, list(overrides))))
+    return systems
+
+
+def dataset_of(config: Config) -> Dataset:
+    d = config.data
+    return get_dataset(d.dataset, d.claims, d.corpus, d.claim_format)
+
+
+def stratified_sample(claims: Sequence[Claim], n: int, seed: int) -> list[Claim]:
+    """``n`` claims drawn by label in proportion to the label counts, in file order (seeded).
+
+    Each label gets ``floor(n * share)`` claims, and the remaining ones go to the labels with
+    the largest remainders (ties by label name).  ``n >= len(claims)`` returns all claims.
+    """
+    if n < 1:
+        raise ValueError(f"sample size must be >= 1, got {n}")
+    if n >= len(claims):
+        return list(claims)
+    by_label: dict[str, list[int]] = {}
+    for i, c in enumerate(claims):
+        by_label.setdefault(str(c.label), []).append(i)
+    total = len(claims)
+    quota = {lab: n * len(idx) // total for lab, idx in by_label.items()}
+    rest = n - sum(quota.values())
+    order = sorted(by_label, key=lambda lab: (-(n * len(by_label[lab]) % total), lab))
+    for lab in order[:rest]:
+        quota[lab] += 1
+    rng = random.Random(seed)
+    chosen: list[int] = []
+    for lab in sorted(by_label):
+        chosen += rng.sample(by_label[lab], quota[lab])
+    return [claims[i] for i in sorted(chosen)]
+
+
+def default_run_id(dataset: str, systems: Sequence[System], sample: int | None, seed: int) -> str:
+    run_id = f"{dataset}-" + "-vs-".join(s.name for s in systems)
+    return run_id + (f"-n{sample}-seed{seed}" if sample else "")
+
+
+def _config_hash(config: Config) -> str:
+    return settings_hash(config.to_dict() | {"eval": None, "paths": None})
+
+
+def _check_identity(run_dir: Path, identity: dict) -> None:
+    path = run_dir / "run.json"
+    if path.is_file():
+        previous = json.loads(path.read_text(encoding="utf-8"))
+        changed = sorted(k for k in identity if previous.get(k) != identity[k])
+        if changed:
+            raise ValueError(
+                f"{run_dir}: holds a run with other settings ({', '.join(changed)} differ); "
+                "use another --run-id or delete that directory"
+            )
+    write_json_atomic(path, identity)
+
+
+def prediction_record(result: Any, dataset: Dataset, store: Any) -> dict:
+    """``result_record`` plus each retriever's ranked ids and the text of the evidence read."""
+    rec = result_record(result, dataset)
+    rec["per_retriever"] = {
+        name: [h.sentence.to_json() for h in hits[:RETRIEVED_KEPT]]
+        for name, hits in result.retrieval.per_retriever.items()
+    }
+    rec["retriever_seconds"] = {k: round(v, 6) for k, v in result.retrieval.seconds.items()}
+    rec["evidence_text"] = [e.text for e in result.evidence]
+    usage = getattr(result, "llm", None)
+    if usage:
+        rec["llm"] = dict(usage)
+    return rec
+
+
+def _judge_faithfulness(pipe: Any, records: Sequence[dict]) -> list[dict]:
+    """The system's own verifier reads only the sentences an explanation cites; faithful when it
+    reaches the same verdict."""
+    from eval.slices import cited_ids
+
+    claims, evidence, keep = [], [], []
+    for r in records:
+        sentences = [pipe.store.get(s) for s in cited_ids(r.get("explanation", ""))]
+        ev = [Evidence(s.id, s.text, 1.0) for s in sentences if s is not None]
+        if ev:
+            claims.append(r["claim"])
+            evidence.append(ev)
+            keep.append(r)
+    out = [{"id": r["id"], "faithful": None} for r in records]
+    if keep:
+        verdicts = pipe.verifier.verify_batch(claims, evidence)
+        by_id = {r["id"]: v.label.value == r["predicted_label"] for r, v in zip(keep, verdicts, strict=True)}
+        out = [{"id": r["id"], "faithful": by_id.get(r["id"])} for r in records]
+    return out
+
+
+def _model_hashes(pipe: Any) -> dict:
+    info: dict = {"verifier": getattr(pipe, "model_path", "")}
+    path = Path(info["verifier"]) if info["verifier"] else None
+    if path is not None and path.exists():
+        info["verifier_files"] = tree_hashes(path)
+    artifacts = getattr(getattr(pipe, "retrieval", None), "artifacts", {}) or {}
+    info["artifacts"] = {name: Path(p).name for name, p in artifacts.items()}
+    return info
+
+
+def _complete(pred_dir: Path, name: str, claims: Sequence[Claim], faithfulness: bool) -> bool:
+    """Whether every claim has a prediction (and a faithfulness verdict when asked for)."""
+    files = [pred_dir / f"{name}.jsonl"] + ([pred_dir / f"{name}.faithful.jsonl"] if faithfulness else [])
+    for path in files:
+        if not path.is_file():
+            return False
+        done = ResumableJsonl(path)
+        if not all(done.is_done(c.id) for c in claims):
+            return False
+    return True
+
+
+def _predict_system(
+    system: System,
+    pipe: Any,
+    claims: Sequence[Claim],
+    pred_dir: Path,
+    batch_size: int,
+    progress: bool,
+    faithfulness: bool,
+) -> tuple[int, int]:
+    writer = ResumableJsonl(pred_dir / f"{system.name}.jsonl")
+    todo = [c for c in claims if not writer.is_done(c.id)]
+    resumed = len(claims) - len(todo)
+    if resumed:
+        logger.info("%s: resuming, %d of %d claims already predicted", system.name, resumed, len(claims))
+    timing_path = pred_dir / f"{system.name}.timing.json"
+    timing = json.loads(timing_path.read_text(encoding="utf-8")) if timing_path.is_file() else {}
+    bar = tqdm(total=len(claims), initial=resumed, desc=system.name, unit=" claims", disable=not progress)
+    started = time.perf_counter()
+    with writer:
+        for result in pipe.iter_results(todo, batch_size=batch_size):
+            writer.write(prediction_record(result, pipe.dataset, pipe.store))
+            bar.update(1)
+    bar.close()
+    if todo:
+        seconds = time.perf_counter() - started
+        write_json_atomic(
+            timing_path,
+            {
+                "seconds": timing.get("seconds", 0.0) + seconds,
+                "claims": timing.get("claims", 0) + len(todo),
+                "segments": timing.get("segments", 0) + 1,
+            },
+        )
+    if faithfulness and getattr(pipe, "verifier", None) is not None:
+        judged = ResumableJsonl(pred_dir / f"{system.name}.faithful.jsonl")
+        pending = [r for r in writer.records if not judged.is_done(r["id"])]
+        with judged:
+            for i in range(0, len(pending), batch_size):
+                for row in _judge_faithfulness(pipe, pending[i : i + batch_size]):
+                    judged.write(row)
+    return len(todo), resumed
+
+
+def compare(
+    configs: Sequence[str | Path],
+    claims_file: str | Path | None = None,
+    dataset: str | None = None,
+    sample: int | None = None,
+    seed: int = 13,
+    run_id: str | None = None,
+    results_dir: str | Path | None = None,
+    overrides: Sequence[str] = (),
+    progress: bool = True,
+    batch_size: int = 32,
+    faithfulness: bool = True,
+    pipeline_factory: PipelineFactory = default_pipeline,
+    pipelines: dict[str, Any] | None = None,
+    n_resamples: int = 10_000,
+) -> CompareOutcome:
+    """Run every configuration over the same claims, then score, report and draw figures.
+
+    Args:
+        configs: config files, baseline first (pairs are baseline vs each other system).
+        claims_file: claims to use instead of each config's ``data.claims``.
+        dataset: dataset name for every config (``data.dataset``).
+        sample: draw this many claims stratified by label (all when None).
+        seed: sampling and bootstrap seed (recorded in ``run.json``).
+        run_id: results sub-directory; default from dataset, system names, sample and seed.
+        results_dir: parent directory (default: the first config's ``paths.results_dir``).
+        overrides: ``key=value`` overrides applied to every config.
+        progress: show progress bars.
+        batch_size: claims per pipeline batch.
+        faithfulness: check each explanation with the system's own verifier.
+        pipeline_factory: ``(config, progress) -> pipeline`` with ``build()``, ``iter_results``,
+            ``dataset`` and ``store`` (default: ``VerificationPipeline``).
+        pipelines: already built pipelines by system name (tests reuse them).
+        n_resamples: bootstrap resamples.
+
+    Raises:
+        ValueError: fewer than two configs, configs on different datasets or claims, or a
+            run directory holding a run with other settings.
+    """
+    extra = list(overrides)
+    if dataset:
+        extra.insert(0, f"data.dataset={dataset}")
+    if claims_file:
+        extra.append(f"data.claims={claims_file}")
+    systems = load_systems(configs, extra)
+    data = dataset_of(systems[0].config)
+    for s in systems[1:]:
+        other = dataset_of(s.config)
+        if (other.name, other.claims_path, other.corpus_path) != (
+            data.name,
+            data.claims_path,
+            data.corpus_path,
+        ):
+            raise ValueError(
+                f"configs {systems[0].source} and {s.source} use different data "
+                f"({data.name}: {data.claims_path} vs {other.name}: {other.claims_path}); "
+                "compare needs the same"
+            )
+    policy = ErrorPolicy(skip=True)
+    claims = validate_claims(list(data.claims(policy)), policy, str(data.claims_path))
+    if sample:
+        claims = stratified_sample(claims, sample, seed)
+    run_id = run_id or default_run_id(data.name, systems, sample, seed)
+    root = Path(results_dir or systems[0].config.paths.results_dir)
+    run_dir = root / run_id
+    run_dir.mkdir(parents=True, exist_ok=True)
+    identity = {
+        "dataset": {
+            "name": data.name,
+            "claims": str(data.claims_path),
+            "corpus": str(data.corpus_path),
+            "claims_sha256": file_sha256(data.claims_path),
+        },
+        "sample": sample,
+        "seed": seed,
+        "claim_ids": [c.id for c in claims],
+        "systems": [
+            {"name": s.name, "source": s.source, "config_hash": _config_hash(s.config)} for s in systems
+        ],
+    }
+    _check_identity(run_dir, identity)
+    for s in systems:
+        write_text_atomic(
+            run_dir / "configs" / f"{s.name}.yaml", yaml.safe_dump(s.config.to_dict(), sort_keys=False)
+        )
+    env = environment() | {
+        "dataset": identity["dataset"],
+        "skipped_claims": dict(policy.counts),
+        "models": {},
+    }
+    written, resumed = {}, {}
+    env_path = run_dir / "env.json"
+    before = json.loads(env_path.read_text(encoding="utf-8")).get("models", {}) if env_path.is_file() else {}
+    pipelines = dict(pipelines or {})
+    for s in systems:
+        pipe = pipelines.get(s.name)
+        if (
+            pipe is None
+            and s.name in before
+            and _complete(run_dir / "predictions", s.name, claims, faithfulness)
+        ):
+            env["models"][s.name] = before[s.name]  # nothing left to run: no model is loaded
+            written[s.name], resumed[s.name] = 0, len(claims)
+            continue
+        if pipe is None:  # given pipelines are built already
+            pipe = pipeline_factory(s.config, progress)
+            pipe.build()
+        env["models"][s.name] = _model_hashes(pipe)
+        write_json_atomic(env_path, env)
+        written[s.name], resumed[s.name] = _predict_system(
+            s, pipe, claims, run_dir / "predictions", batch_size, progress, faithfulness
+        )
+        pipelines[s.name] = pipe
+    write_json_atomic(env_path, env)
+    metrics = rescore(run_dir, n_resamples=n_resamples)
+    if export_subgraphs(run_dir, pipelines, claims, metrics):
+        metrics = rescore(run_dir, n_resamples=n_resamples)  # redraw with the evidence graphs
+    return CompareOutcome(run_dir, written, resumed, metrics)
+
+
+def _subgraph_fn(pipe: Any) -> Callable[[str], dict] | None:
+    if callable(getattr(pipe, "subgraph", None)):
+        return pipe.subgraph
+    for retriever in getattr(getattr(pipe, "retrieval", None), "retrievers", {}).values():
+        if callable(getattr(retriever, "subgraph", None)):
+            return retriever.subgraph
+    return None
+
+
+def export_subgraphs(run_dir: Path, pipelines: dict[str, Any], claims: Sequence[Claim], metrics: dict) -> int:
+    """Save ``subgraphs/<system>/<claim id>.json`` for the report's example claims, for every system
+    whose pipeline (or one of its retrievers) has ``subgraph(claim_text) -> dict``; returns how many."""
+    wanted = {json.dumps(ex["id"]) for ex in metrics.get("examples", [])}
+    chosen = [c for c in claims if json.dumps(c.id) in wanted]
+    written = 0
+    for name, pipe in pipelines.items():
+        fn = _subgraph_fn(pipe)
+        if fn is None:
+            continue
+        for c in chosen:
+            path = run_dir / "subgraphs" / name / f"{c.id}.json"
+            if not path.is_file():
+                graph = dict(fn(c.text))
+                graph.setdefault("claim", c.text)
+                write_json_atomic(path, graph)
+                written += 1
+    return written
+
+
+def resolve_run_dir(run: str | Path, results_dir: str | Path = "results") -> Path:
+    """A run id under ``results_dir``, or a path to a run directory."""
+    p = Path(run)
+    if (p / "run.json").is_file():
+        return p
+    q = Path(results_dir) / str(run)
+    if (q / "run.json").is_file():
+        return q
+    raise FileNotFoundError(f"no run {run!r}: neither {p} nor {q} holds a run.json")
+
+
+def rescore(run: str | Path, results_dir: str | Path = "results", n_resamples: int = 10_000) -> dict:
+    """Score a run's saved predictions (no model runs); write metrics, report and figures."""
+    from eval.compare_metrics import score_run
+    from eval.figures import draw_all
+    from eval.report import write_report
+
+    run_dir = resolve_run_dir(run, results_dir)
+    identity = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))
+    configs = {s["name"]: load_config(run_dir / "configs" / f"{s['name']}.yaml") for s in identity["systems"]}
+    data = dataset_of(next(iter(configs.values())))
+    wanted = {json.dumps(i) for i in identity["claim_ids"]}
+    gold = [c for c in data.claims(ErrorPolicy(skip=True)) if json.dumps(c.id) in wanted]
+    metrics = score_run(run_dir, identity, data, gold, configs, n_resamples=n_resamples)
+    write_json_atomic(run_dir / "metrics.json", metrics)
+    from eval.compare_metrics import metrics_csv
+
+    write_text_atomic(run_dir / "metrics.csv", metrics_csv(metrics))
+    figures = draw_all(run_dir, metrics, configs)
+    write_report(run_dir, metrics, configs, figures)
+    return metrics

@@ -1,0 +1,262 @@
+"""``report.md`` of a comparison run, from ``metrics.json`` data and the resolved configs (no models)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+from eval.verification_eval import metrics_table
+from garag.artifacts import write_text_atomic
+from garag.config import Config
+
+EXAMPLE_QUOTE = 220
+
+
+def _f(x: float | None, digits: int = 3) -> str:
+    return "n/a" if x is None else f"{x:.{digits}f}"
+
+
+def _p(x: float) -> str:
+    return f"{x:.2g}" if x < 0.001 else f"{x:.3f}"
+
+
+def _flatten(d: Mapping, prefix: str = "") -> dict[str, object]:
+    out: dict[str, object] = {}
+    for k, v in d.items():
+        key = f"{prefix}{k}"
+        if isinstance(v, Mapping) and v:
+            out |= _flatten(v, key + ".")
+        else:
+            out[key] = v
+    return out
+
+
+def headline_table(metrics: Mapping) -> str:
+    """Accuracy and FEVER score with 95% bootstrap intervals, plus the other headline metrics."""
+    lines = [
+        "| system | n | accuracy [95% CI] | FEVER score [95% CI] | macro-F1 | evidence F1 | R@5 | R@20 "
+        "| hit rate |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for name in metrics["systems"]:
+        m = metrics["per_system"][name]
+        acc, fs, r = m["ci"]["accuracy"], m["ci"]["fever_score"], m["retrieval"]
+        lines.append(
+            f"| {name} | {m['n']} | {acc[0]:.3f} [{acc[1]:.3f}, {acc[2]:.3f}] | "
+            f"{fs[0]:.3f} [{fs[1]:.3f}, {fs[2]:.3f}] | {m['macro_f1']:.3f} | {m['evidence_f1']:.3f} | "
+            f"{_f(r.get('recall@5'))} | {_f(r.get('recall@20'))} | {_f(r.get('hit_rate'))} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def _pair_row(what: str, c: Mapping) -> str:
+    mc, bs = c["mcnemar"], c["bootstrap"]
+    return (
+        f"| {what} | {c['n']} | {c['a']:.3f} | {c['b']:.3f} | {bs['difference']:+.3f} "
+        f"[{bs['low']:+.3f}, {bs['high']:+.3f}] | {mc['b']} / {mc['c']} | "
+        f"{_p(mc['p_value'])} ({mc['method']}) |"
+    )
+
+
+def significance_table(metrics: Mapping) -> str:
+    """Paired differences (B - A) with bootstrap intervals and McNemar p-values, overall and per hops."""
+    lines = []
+    for pair in metrics["paired"]:
+        lines += [
+            f"**{pair['b']}** vs **{pair['a']}** (difference = {pair['b']} - {pair['a']}; "
+            f"discordant = right only for {pair['a']} / right only for {pair['b']})",
+            "",
+            "| metric | n | A | B | difference [95% CI] | discordant | McNemar p |",
+            "|---|---|---|---|---|---|---|",
+            _pair_row("accuracy", pair["accuracy"]),
+            _pair_row("FEVER score", pair["fever_score"]),
+        ]
+        for hops, c in pair.get("hops", {}).items():
+            lines.append(_pair_row(f"accuracy, {hops} hops", c["accuracy"]))
+            lines.append(_pair_row(f"FEVER score, {hops} hops", c["fever_score"]))
+        only = pair["only_one_right"]
+        lines += [
+            "",
+            f"Claims strictly right only for {pair['a']}: {len(only['only_a'])}; "
+            f"only for {pair['b']}: {len(only['only_b'])}.",
+            "",
+        ]
+    return "\n".join(lines) + "\n"
+
+
+def slices_table(metrics: Mapping) -> str:
+    names = metrics["systems"]
+    head = "| slice | n | " + " | ".join(f"{n} acc | {n} FEVER" for n in names) + " |"
+    lines = [head, "|---|---|" + "---|---|" * len(names)]
+    for row in metrics["slices"]:
+        cells = " | ".join(
+            f"{row['systems'][n]['accuracy']:.3f} | {row['systems'][n]['fever_score']:.3f}" for n in names
+        )
+        lines.append(f"| {row['slice']} | {row['n']} | {cells} |")
+    return "\n".join(lines) + "\n"
+
+
+def attribution_section(metrics: Mapping) -> str:
+    lines = []
+    for name in metrics["systems"]:
+        a = metrics["per_system"][name]["attribution"]
+        lines.append(f"**{name}**: {a['sentences']} gold sentences of verifiable claims.")
+        lines.append("")
+        lines.append("| retriever(s) | gold sentences found | share |")
+        lines.append("|---|---|---|")
+        for combo, n in a["combinations"].items():
+            lines.append(f"| {combo} | {n} | {n / max(1, a['sentences']):.3f} |")
+        found = ", ".join(f"{k} {v}" for k, v in sorted(a["found_by"].items()))
+        only = ", ".join(f"{k} {v}" for k, v in sorted(a["only_by"].items())) or "none"
+        graph_only = metrics["per_system"][name]["graph_only_claims"]
+        lines += [
+            "",
+            f"Found by each retriever: {found or 'none'}. Found by one retriever only: {only}. "
+            f"Claims whose whole gold set only the graph retriever found: {len(graph_only)}"
+            + (f" (ids: {', '.join(map(str, graph_only[:10]))})" if graph_only else "")
+            + ".",
+            "",
+        ]
+    return "\n".join(lines)
+
+
+def explanations_table(metrics: Mapping) -> str:
+    lines = [
+        "| system | explanations | citing ids | cited ids exist | cited ids retrieved | faithful (NLI) |",
+        "|---|---|---|---|---|---|",
+    ]
+    for name in metrics["systems"]:
+        e = metrics["per_system"][name]["explanations"]
+        exist = _f(e["cited_exist"]) if e.get("existence_checked", True) else "not checked"
+        lines.append(
+            f"| {name} | {e['n']} | {e['with_citations']} | {exist} | {_f(e['cited_retrieved'])} | "
+            f"{_f(e['faithful'])} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def cost_table(metrics: Mapping) -> str:
+    lines = [
+        "| system | stage | mean ms | median ms | p95 ms |",
+        "|---|---|---|---|---|",
+    ]
+    notes = []
+    for name in metrics["systems"]:
+        c = metrics["per_system"][name]["cost"]
+        for stage, s in {**c["stages"], "total": c["total"]}.items():
+            lines.append(
+                f"| {name} | {stage} | {s['mean'] * 1000:.1f} | {s['median'] * 1000:.1f} "
+                f"| {s['p95'] * 1000:.1f} |"
+            )
+        cps = c["claims_per_second"]
+        llm = c["llm_per_claim"]
+        notes.append(
+            f"{name}: {_f(cps, 2)} claims/s ({c['claims_per_second_source']})"
+            + (
+                f"; LLM per claim: {llm['calls']:.2f} calls, {llm['prompt_tokens']:.0f} prompt + "
+                f"{llm['completion_tokens']:.0f} completion tokens"
+                if llm
+                else "; no LLM calls"
+            )
+        )
+    return "\n".join(lines) + "\n\n" + "\n".join(f"- {n}" for n in notes) + "\n"
+
+
+def settings_section(configs: Mapping[str, Config]) -> str:
+    """The settings where systems differ, then the shared ones (collapsed)."""
+    flat = {n: _flatten(c.to_dict()) for n, c in configs.items()}
+    keys = sorted(set().union(*flat.values()))
+    names = list(configs)
+    differ = [k for k in keys if len({repr(flat[n].get(k)) for n in names}) > 1]
+    lines = ["| setting | " + " | ".join(names) + " |", "|---|" + "---|" * len(names)]
+    for k in differ:
+        lines.append(f"| `{k}` | " + " | ".join(f"`{flat[n].get(k)!r}`" for n in names) + " |")
+    same = [k for k in keys if k not in differ]
+    lines += ["", "<details><summary>shared settings</summary>", ""]
+    lines += [f"- `{k}` = `{flat[names[0]].get(k)!r}`" for k in same]
+    lines += ["", "</details>"]
+    return "\n".join(lines) + "\n"
+
+
+def _short(text: str) -> str:
+    return text if len(text) <= EXAMPLE_QUOTE else text[:EXAMPLE_QUOTE].rsplit(" ", 1)[0] + "..."
+
+
+def examples_section(metrics: Mapping) -> str:
+    lines = []
+    for ex in metrics["examples"]:
+        gold = "; ".join(" + ".join(f"({p}, {n})" for p, n in g) for g in ex["gold_evidence"] if g) or "none"
+        lines += [
+            f'#### Claim {ex["id"]}: "{ex["claim"]}"',
+            "",
+            f"Gold: **{ex['gold']}**, evidence {gold}.",
+            "",
+        ]
+        for name, s in ex["systems"].items():
+            mark = "right" if str(s["label"]).upper() == str(ex["gold"]).upper() else "wrong"
+            lines.append(f"- **{name}** -> {s['label']} ({mark}). {s['explanation']}")
+            for p, n, text in s["evidence"][:5]:
+                lines.append(f"  - ({p}, {n}) {_short(text)}")
+        lines.append("")
+    return "\n".join(lines) + "\n"
+
+
+def render_report(metrics: Mapping, configs: Mapping[str, Config], figures: Mapping[str, str]) -> str:
+    """The whole Markdown report."""
+    sample = (
+        f", stratified sample of {metrics['sample']} (seed {metrics['seed']})"
+        if metrics.get("sample")
+        else ""
+    )
+    parts = [
+        f"# Comparison {metrics['run_id']}",
+        "",
+        f"Dataset **{metrics['dataset']}**: {metrics['n_scored']} of {metrics['n_claims']} claims "
+        f"scored{sample}. "
+        f"Systems: {', '.join(metrics['systems'])} (the first is the baseline). Intervals: paired percentile "
+        f"bootstrap, {metrics['n_resamples']} resamples, seed {metrics['seed']}. "
+        "McNemar: exact binomial below "
+        "25 discordant claims, else chi-square with continuity correction.",
+        "",
+        "## Headline",
+        "",
+        headline_table(metrics),
+        "## Paired significance",
+        "",
+        significance_table(metrics),
+        "## Figures",
+        "",
+        *[f"![{name}]({path})" for name, path in figures.items()],
+        "",
+        "## Slices",
+        "",
+        slices_table(metrics),
+        "## Which retriever found the gold evidence",
+        "",
+        attribution_section(metrics),
+        "## Explanations",
+        "",
+        explanations_table(metrics),
+        "## Cost",
+        "",
+        cost_table(metrics),
+        "## Per-system details",
+        "",
+        *[metrics_table(name, metrics["per_system"][name]) for name in metrics["systems"]],
+        "## Settings",
+        "",
+        settings_section(configs),
+        "## Worked examples",
+        "",
+        examples_section(metrics),
+    ]
+    return "\n".join(parts)
+
+
+def write_report(
+    run_dir: Path, metrics: Mapping, configs: Mapping[str, Config], figures: Mapping[str, str]
+) -> Path:
+    """Write ``run_dir/report.md``; returns its path."""
+    path = run_dir / "report.md"
+    write_text_atomic(path, render_report(metrics, configs, figures))
+    return path

@@ -1,0 +1,236 @@
+"""A real tiny comparison: two configs (BM25 only vs BM25 + dense + pages) over the fixture claims,
+with a real tiny trained classifier; then resume after a kill, re-score, report and figures."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+
+from eval.compare import compare, default_pipeline, load_systems, rescore, stratified_sample
+from eval.compare_metrics import label_correct, strict_correct
+from eval.figures import evidence_graph
+from eval.significance import mcnemar
+from garag.cli import main
+from garag.config import TrainConfig, load_config
+from garag.types import Claim, Label
+from pipeline.verification import VerificationPipeline, hits_to_evidence
+from verifier.base import TrainExample
+from verifier.train import train_verifier
+
+pytestmark = pytest.mark.slow
+
+VOLATILE = ("seconds", "retriever_seconds")  # wall-clock timings differ between runs
+
+
+def _write_config(
+    path: Path, retrievers: list[str], corpus: Path, claims: Path, cache: Path, model: str
+) -> Path:
+    cfg = {
+        "data": {"dataset": "custom", "claims": str(claims), "corpus": str(corpus)},
+        "paths": {"cache_dir": str(cache)},
+        "retrieval": {"retrievers": retrievers, "k": 20},
+        "fusion": {"depth": 20},
+        "verifier": {"model": model, "top_k": 3, "max_length": 64, "nei_bias": 0.0},
+    }
+    path.write_text(yaml.safe_dump(cfg), encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="module")
+def setup(tiny_corpus: Path, tiny_claims: Path, tiny_base: Path, tmp_path_factory: pytest.TempPathFactory):
+    root = tmp_path_factory.mktemp("compare")
+    cache = root / "cache"
+    probe = _write_config(
+        root / "probe.yaml", ["bm25", "dense", "pages"], tiny_corpus, tiny_claims, cache, "x"
+    )
+    pipe = VerificationPipeline(load_config(probe), progress=False)
+    pipe.retrieval.build()
+    claims = list(pipe.dataset.claims())
+    results = pipe.retrieval.retrieve_batch([c.text for c in claims])
+    examples = [
+        TrainExample(c.text, tuple(hits_to_evidence(r.fused, pipe.store, 3)), Label(c.label), c.id)
+        for c, r in zip(claims, results, strict=True)
+    ]
+    train_cfg = TrainConfig(
+        epochs=3, batch_size=6, learning_rate=2e-3, warmup_ratio=0.0, max_length=64, eval_every=0, patience=0
+    )
+    model = train_verifier(
+        examples, examples, train_cfg, str(tiny_base), root / "model", progress=False
+    ).model_dir
+    configs = [
+        _write_config(root / "baseline.yaml", ["bm25"], tiny_corpus, tiny_claims, cache, str(model)),
+        _write_config(
+            root / "hybrid.yaml", ["bm25", "dense", "pages"], tiny_corpus, tiny_claims, cache, str(model)
+        ),
+    ]
+    pipelines = {s.name: default_pipeline(s.config, False).build() for s in load_systems(configs)}
+    results_dir = root / "results"
+    outcome = compare(
+        configs, run_id="tiny", results_dir=results_dir, progress=False, batch_size=4,
+        pipelines=pipelines, n_resamples=500,
+    )  # fmt: skip
+    return configs, claims, pipelines, outcome, results_dir
+
+
+def _records(path: Path) -> list[dict]:
+    out = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    for r in out:
+        for key in VOLATILE:
+            r.pop(key)
+    return out
+
+
+def test_run_writes_every_file(setup):
+    _, claims, _, outcome, _ = setup
+    run = outcome.run_dir
+    assert outcome.written == {"baseline": 6, "hybrid": 6} and outcome.resumed == {"baseline": 0, "hybrid": 0}
+    for name in ("run.json", "env.json", "metrics.json", "metrics.csv", "report.md", "configs/hybrid.yaml"):
+        assert (run / name).is_file(), name
+    figures = sorted(p.name for p in (run / "figures").glob("*.png"))
+    assert figures == [
+        "comparison.png",
+        "confusion.png",
+        "hit_rate_vs_retrieved.png",
+        "latency.png",
+        "pipeline.png",
+    ]
+    recs = _records(run / "predictions" / "hybrid.jsonl")
+    assert [r["id"] for r in recs] == [c.id for c in claims]
+    assert set(recs[0]["per_retriever"]) == {"bm25", "dense", "pages"}
+    assert set(_records(run / "predictions" / "baseline.jsonl")[0]["per_retriever"]) == {"bm25"}
+    for r in recs:
+        assert r["predicted_label"] in {lab.value for lab in Label} and len(r["predicted_evidence"]) <= 5
+        assert len(r["evidence_text"]) == len(r["evidence_read"])
+    env = json.loads((run / "env.json").read_text(encoding="utf-8"))
+    assert env["dataset"]["claims_sha256"] and env["packages"]["torch"]
+    assert "model.safetensors" in env["models"]["hybrid"]["verifier_files"]
+    assert set(env["models"]["hybrid"]["artifacts"]) == {"store", "bm25", "dense", "pages"}
+    resolved = yaml.safe_load((run / "configs" / "baseline.yaml").read_text(encoding="utf-8"))
+    assert resolved["retrieval"]["retrievers"] == ["bm25"]
+    faithful = (run / "predictions" / "hybrid.faithful.jsonl").read_text(encoding="utf-8").splitlines()
+    assert len(faithful) == 6
+
+
+def test_metrics_follow_the_saved_records(setup):
+    _, claims, _, outcome, _ = setup
+    m = outcome.metrics
+    run = outcome.run_dir
+    recs = {n: json.loads("[" + ",".join((run / "predictions" / f"{n}.jsonl").read_text().splitlines()) + "]")
+            for n in ("baseline", "hybrid")}  # fmt: skip
+    correct = {n: [label_correct(c, r) for c, r in zip(claims, recs[n], strict=True)] for n in recs}
+    strict = {n: [strict_correct(c, r) for c, r in zip(claims, recs[n], strict=True)] for n in recs}
+    for n in recs:
+        assert m["per_system"][n]["label_accuracy"] == pytest.approx(sum(correct[n]) / 6)
+        assert m["per_system"][n]["fever_score"] == pytest.approx(sum(strict[n]) / 6)
+        assert m["per_system"][n]["ci"]["accuracy"][0] == pytest.approx(sum(correct[n]) / 6)
+    pair = m["paired"][0]
+    expected = mcnemar(strict["baseline"], strict["hybrid"])
+    assert (pair["a"], pair["b"]) == ("baseline", "hybrid")
+    assert (
+        pair["fever_score"]["mcnemar"]["b"] == expected.b
+        and pair["fever_score"]["mcnemar"]["c"] == expected.c
+    )
+    assert pair["fever_score"]["bootstrap"]["difference"] == pytest.approx(
+        (sum(strict["hybrid"]) - sum(strict["baseline"])) / 6
+    )
+    # the two-page claim (id 2) needs both sentences: slice "evidence on several pages" holds exactly it
+    rows = {r["slice"]: r for r in m["slices"]}
+    assert rows["evidence on several pages"]["n"] == 1
+    assert m["per_system"]["baseline"]["attribution"]["found_by"].keys() <= {"bm25"}
+    assert m["per_system"]["hybrid"]["explanations"]["existence_checked"] is True
+    assert m["per_system"]["hybrid"]["explanations"]["cited_exist"] == 1.0
+    csv_lines = (run / "metrics.csv").read_text(encoding="utf-8").splitlines()
+    assert len(csv_lines) == 3 and csv_lines[2].startswith("hybrid,6,")
+    report = (run / "report.md").read_text(encoding="utf-8")
+    for heading in ("## Headline", "## Paired significance", "## Slices", "## Worked examples", "## Cost"):
+        assert heading in report
+    assert "`retrieval.retrievers`" in report  # the setting that differs is listed
+
+
+def test_rescore_gives_identical_metrics(setup):
+    _, _, _, outcome, results_dir = setup
+    before = json.loads((outcome.run_dir / "metrics.json").read_text(encoding="utf-8"))
+    again = rescore("tiny", results_dir=results_dir, n_resamples=500)
+    assert json.loads(json.dumps(again)) == before
+    assert main(["evaluate", "--run", str(outcome.run_dir)]) == 0
+    assert (
+        json.loads((outcome.run_dir / "metrics.json").read_text(encoding="utf-8"))["paired"][0]["a"]
+        == "baseline"
+    )
+
+
+def test_killed_run_resumes_to_the_same_predictions(setup):
+    configs, _, _, outcome, results_dir = setup
+    killed = results_dir / "killed"
+    shutil.copytree(outcome.run_dir, killed)
+    for f in ("metrics.json", "report.md"):
+        (killed / f).unlink()
+    base = killed / "predictions" / "baseline.jsonl"
+    lines = base.read_text(encoding="utf-8").splitlines(keepends=True)
+    base.write_text("".join(lines[:3]), encoding="utf-8")
+    hybrid = killed / "predictions" / "hybrid.jsonl"
+    lines = hybrid.read_text(encoding="utf-8").splitlines(keepends=True)
+    hybrid.write_text("".join(lines[:2]) + lines[2][:20], encoding="utf-8")  # killed mid-write
+    # a restarted process: pipelines are built again from the config files
+    again = compare(
+        configs, run_id="killed", results_dir=results_dir, progress=False, batch_size=4, n_resamples=500
+    )
+    assert again.resumed == {"baseline": 3, "hybrid": 2} and again.written == {"baseline": 3, "hybrid": 4}
+    for name in ("baseline", "hybrid"):
+        assert _records(killed / "predictions" / f"{name}.jsonl") == _records(
+            outcome.run_dir / "predictions" / f"{name}.jsonl"
+        )
+    assert (killed / "report.md").is_file()
+
+
+def test_other_settings_are_refused(setup):
+    configs, _, pipelines, _, results_dir = setup
+    with pytest.raises(ValueError, match="other settings"):
+        compare(
+            configs, run_id="tiny", sample=3, results_dir=results_dir, progress=False, pipelines=pipelines
+        )
+    with pytest.raises(ValueError, match="at least two"):
+        compare(configs[:1], run_id="x", results_dir=results_dir)
+
+
+def test_stratified_sample_keeps_label_shares():
+    claims = [Claim(i, f"c{i}", lab) for i, lab in enumerate(["S"] * 6 + ["R"] * 3 + ["N"] * 3)]
+    picked = stratified_sample(claims, 4, seed=1)
+    # quotas: S 4*6/12 = 2, R 1, N 1 (no remainders)
+    assert [c.label for c in picked].count("S") == 2 and len(picked) == 4
+    assert [c.id for c in picked] == sorted(c.id for c in picked)  # file order
+    assert stratified_sample(claims, 4, seed=1) == picked
+    assert stratified_sample(claims, 50, seed=1) == claims
+    # 5 of 12: S 2.5 -> 2, R 1.25 -> 1, N 1.25 -> 1, the last goes to the largest remainder (S)
+    assert [c.label for c in stratified_sample(claims, 5, seed=2)].count("S") == 3
+
+
+def test_evidence_graph_png(tmp_path: Path):
+    graph = {
+        "claim": "The Beatles were formed in England.",
+        "label": "SUPPORTS",
+        "vertices": [
+            {"id": "The_Beatles", "role": "claim-entity"},
+            {"id": "England", "role": "claim-entity"},
+            {"id": "Liverpool", "role": "between"},
+        ],
+        "edges": [
+            {
+                "source": "The_Beatles",
+                "target": "Liverpool",
+                "sentence": ["The_Beatles", 0],
+                "decisive": True,
+            },
+            {"source": "Liverpool", "target": "England", "sentence": ["Liverpool", 0], "decisive": True},
+            {"source": "The_Beatles", "target": "England", "sentence": ["The_Beatles", 3]},
+        ],
+    }
+    path = evidence_graph(graph, tmp_path / "g.png")
+    assert path.stat().st_size > 10_000
+    bad = dict(graph, edges=[{"source": "X", "target": "England", "sentence": ["X", 0]}])
+    with pytest.raises(ValueError, match="vertex not in"):
+        evidence_graph(bad, tmp_path / "bad.png")

@@ -1,0 +1,122 @@
+"""McNemar and the paired bootstrap against cases computed by hand (arithmetic in the comments)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from eval.significance import (
+    binomial_two_sided_p,
+    bootstrap_mean_ci,
+    chi2_sf_1df,
+    mcnemar,
+    paired_bootstrap,
+    paired_comparison,
+)
+
+
+def _pairs(b: int, c: int, both_right: int = 0, both_wrong: int = 0) -> tuple[list[int], list[int]]:
+    """Vectors with b claims right only for A, c right only for B, and concordant claims."""
+    a = [1] * b + [0] * c + [1] * both_right + [0] * both_wrong
+    bb = [0] * b + [1] * c + [1] * both_right + [0] * both_wrong
+    return a, bb
+
+
+def test_exact_mcnemar_b1_c5():
+    # n = 6 discordant; two-sided p = 2 * (C(6,0) + C(6,1)) / 2^6 = 2 * 7 / 64 = 0.21875.
+    # statistic (reported) = (|1 - 5| - 1)^2 / 6 = 9 / 6 = 1.5.
+    a, b = _pairs(1, 5, both_right=10, both_wrong=4)
+    r = mcnemar(a, b)
+    assert (r.b, r.c, r.method) == (1, 5, "exact")
+    assert r.p_value == pytest.approx(14 / 64)
+    assert r.statistic == pytest.approx(1.5)
+
+
+def test_exact_mcnemar_b2_c22_is_just_below_the_chi2_threshold():
+    # n = 24 < 25: exact. p = 2 * (1 + 24 + 276) / 2^24 = 602 / 16777216 = 3.588e-05.
+    r = mcnemar(*_pairs(2, 22))
+    assert r.method == "exact"
+    assert r.p_value == pytest.approx(602 / 2**24)
+
+
+def test_chi2_mcnemar_b10_c30():
+    # n = 40 >= 25: chi2 = (|10 - 30| - 1)^2 / 40 = 361 / 40 = 9.025;
+    # p = P(chi2_1 > 9.025) = erfc(sqrt(9.025 / 2)) = 0.0026631 (scipy.stats.chi2.sf gives the same).
+    r = mcnemar(*_pairs(10, 30, both_right=5))
+    assert (r.b, r.c, r.method) == (10, 30, "chi2-cc")
+    assert r.statistic == pytest.approx(9.025)
+    assert r.p_value == pytest.approx(0.0026631192591, rel=1e-9)
+
+
+def test_symmetric_and_degenerate_cases():
+    # b = c = 3: 2 * (1 + 6 + 15 + 20) / 64 = 84 / 64 > 1 -> capped at 1.
+    assert mcnemar(*_pairs(3, 3)).p_value == 1.0
+    none = mcnemar([1, 0, 1], [1, 0, 1])
+    assert (none.b, none.c, none.p_value, none.method) == (0, 0, 1.0, "none")
+    # swapping the systems swaps b and c, not the p-value
+    assert mcnemar(*_pairs(5, 1)).p_value == mcnemar(*_pairs(1, 5)).p_value
+
+
+def test_helpers_match_closed_forms():
+    assert binomial_two_sided_p(0, 1) == 1.0  # 2 * 1/2
+    assert binomial_two_sided_p(0, 5) == pytest.approx(2 / 32)
+    assert chi2_sf_1df(3.841458820694124) == pytest.approx(0.05)  # the familiar 5% critical value
+    assert chi2_sf_1df(0.0) == 1.0
+
+
+def test_bad_input_is_rejected():
+    with pytest.raises(ValueError, match="length"):
+        mcnemar([1, 0], [1])
+    with pytest.raises(ValueError, match="0/1"):
+        mcnemar([1, 2], [1, 0])
+    with pytest.raises(ValueError, match="no claims"):
+        paired_bootstrap([], [])
+    with pytest.raises(ValueError, match="confidence"):
+        paired_bootstrap([1], [0], confidence=1.5)
+
+
+def test_bootstrap_two_claims_by_hand():
+    # Differences per claim are [1, 0]. A resample of 2 claims has mean difference
+    # 0 (prob 1/4), 0.5 (prob 1/2) or 1 (prob 1/4): the 2.5% and 97.5% percentiles are 0 and 1,
+    # and the share of resamples with difference <= 0 is about 1/4.
+    r = paired_bootstrap([0, 0], [1, 0], n_resamples=20_000, seed=1)
+    assert r.difference == 0.5
+    assert (r.low, r.high) == (0.0, 1.0)
+    assert r.share_not_positive == pytest.approx(0.25, abs=0.015)
+
+
+def test_bootstrap_keeps_the_pairing():
+    # B equals A on every claim, so every resampled (paired) difference is exactly 0, however
+    # variable each system is on its own; an unpaired bootstrap would give a wide interval.
+    a = [1, 0, 1, 1, 0, 0, 1, 0]
+    r = paired_bootstrap(a, a, n_resamples=2000, seed=3)
+    assert (r.difference, r.low, r.high) == (0.0, 0.0, 0.0)
+
+
+def test_bootstrap_interval_matches_the_normal_approximation():
+    # 400 claims, B right on 40 more (c = 60, b = 20): difference 0.1; the sd of the mean
+    # difference is sqrt((80/400 - 0.1^2) / 400) = sqrt(0.19 / 400) = 0.02179, so the 95%
+    # interval is about 0.1 +- 1.96 * 0.02179 = [0.0573, 0.1427].
+    a, b = _pairs(20, 60, both_right=200, both_wrong=120)
+    r = paired_bootstrap(a, b, n_resamples=20_000, seed=7)
+    half = 1.96 * math.sqrt(0.19 / 400)
+    assert r.difference == pytest.approx(0.1)
+    assert r.low == pytest.approx(0.1 - half, abs=0.006)
+    assert r.high == pytest.approx(0.1 + half, abs=0.006)
+    assert r.share_not_positive < 0.001
+
+
+def test_bootstrap_is_seeded():
+    a, b = _pairs(7, 12, both_right=30, both_wrong=11)
+    assert paired_bootstrap(a, b, 500, seed=5) == paired_bootstrap(a, b, 500, seed=5)
+    mean, low, high = bootstrap_mean_ci([1, 1, 0, 1], 2000, seed=2)
+    assert mean == 0.75 and 0.0 <= low <= 0.75 <= high <= 1.0
+
+
+def test_paired_comparison_bundles_both_tests():
+    a, b = _pairs(1, 5, both_right=10, both_wrong=4)
+    out = paired_comparison(a, b, n_resamples=200, seed=0)
+    assert out["n"] == 20 and out["a"] == pytest.approx(11 / 20) and out["b"] == pytest.approx(15 / 20)
+    assert out["mcnemar"]["p_value"] == pytest.approx(14 / 64)
+    assert out["bootstrap"]["difference"] == pytest.approx(0.2)
