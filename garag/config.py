@@ -212,7 +212,7 @@ class VerifierConfig:
 
     model: str = ""
     label_map: dict[str, str] = field(default_factory=dict)
-    mode: str = "concat"
+    mode: str = "per_sentence"
     top_k: int = 5
     nei_margin: float = 0.0
     min_confidence: float = 0.5
@@ -249,7 +249,11 @@ class TrainConfig:
         eval_every: steps between validation runs (0 = once per epoch).
         nei_per_claim: NEI examples built per verifiable claim (hard negatives + other claims' evidence).
         hard_negative_share: share of NEI examples whose premise is retrieved non-evidence.
-        distractors: retrieved non-evidence sentences added to gold premises (as at test time).
+        distractors: retrieved non-evidence sentences added to gold premises (0 = gold sentences
+            only: with ~9K train claims the classifier learns S/R from clean premises and
+            leaves ranking noise to per-sentence aggregation; see README "Training the verifier").
+        nei_sentences: sentences in a hard-negative NEI premise (1 = single sentences, matching
+            ``verifier.mode: per_sentence``).
         max_claims: use at most this many train claims (0 = all 8,852), for quick runs.
         seed: random seed for splits, sampling and initialisation.
     """
@@ -261,14 +265,15 @@ class TrainConfig:
     learning_rate: float = 1e-4
     weight_decay: float = 0.01
     warmup_ratio: float = 0.1
-    batch_size: int = 16
-    max_length: int = 128
+    batch_size: int = 32
+    max_length: int = 96
     val_fraction: float = 0.1
     patience: int = 4
-    eval_every: int = 250
-    nei_per_claim: float = 0.5
+    eval_every: int = 200
+    nei_per_claim: float = 1.0
     hard_negative_share: float = 0.7
-    distractors: int = 3
+    distractors: int = 0
+    nei_sentences: int = 1
     max_claims: int = 0
     seed: int = 13
 
@@ -279,6 +284,7 @@ class TrainConfig:
         _check(self.nei_per_claim >= 0, "train.nei_per_claim", "must be >= 0")
         _check(0 <= self.hard_negative_share <= 1, "train.hard_negative_share", "must be in [0, 1]")
         _check(self.batch_size > 0, "train.batch_size", "must be > 0")
+        _check(self.nei_sentences >= 1, "train.nei_sentences", "must be >= 1")
 
 
 @dataclass
@@ -548,10 +554,34 @@ class EvalConfig:
 
 
 @dataclass
+class PipelineConfig:
+    """Which stages run: baseline RAG or graph-augmented RAG, NLI or LLM verdicts.
+
+    Attributes:
+        mode: "baseline" (retrieval -> top-k sentences -> verifier) or "graph"
+            (decomposition -> fused retrieval -> triplets -> local graph ranking ->
+            graph-ranked evidence / linearized graph -> verifier).
+        verifier: "nli" (the sequence classifier) or "llm" (the chat model; the NLI
+            verifier is its fallback).
+        evidence_pool: graph mode: retrieved sentences put into the claim's local graph.
+    """
+
+    mode: str = "baseline"
+    verifier: str = "nli"
+    evidence_pool: int = 20
+
+    def __post_init__(self) -> None:
+        _check(self.mode in ("baseline", "graph"), "pipeline.mode", "must be 'baseline' or 'graph'")
+        _check(self.verifier in ("nli", "llm"), "pipeline.verifier", "must be 'nli' or 'llm'")
+        _check(1 <= self.evidence_pool <= 200, "pipeline.evidence_pool", "must be in [1, 200]")
+
+
+@dataclass
 class Config:
     """The whole configuration of a run."""
 
     data: DataConfig = field(default_factory=DataConfig)
+    pipeline: PipelineConfig = field(default_factory=PipelineConfig)
     paths: PathsConfig = field(default_factory=PathsConfig)
     bm25: BM25Config = field(default_factory=BM25Config)
     dense: DenseConfig = field(default_factory=DenseConfig)

@@ -148,6 +148,7 @@ def prepare_examples(
         distractors=tc.distractors,
         nei_per_claim=tc.nei_per_claim,
         hard_negative_share=tc.hard_negative_share,
+        nei_sentences=tc.nei_sentences,
     )
     train_ex, train_counts = build_examples(train_c, retrieved[: len(train_c)], seed=tc.seed, **common)
     val_ex, val_counts = build_examples(val_c, retrieved[len(train_c) :], seed=tc.seed + 1, **common)

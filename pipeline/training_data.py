@@ -9,8 +9,8 @@ Recipe (documented in the README, "Training the verifier"):
   missed takes a seeded random slot), at most ``verifier.top_k`` sentences.
 * NOT ENOUGH INFO (FEVER has no evidence for it; Nie et al. 2019): for a
   share ``nei_per_claim`` of the claims, the claim paired with
-    - its top retrieved sentences that are *not* its evidence (hard
-      negatives from garag's own retrievers; share ``hard_negative_share``), or
+    - its top ``nei_sentences`` retrieved sentences that are *not* its evidence
+      (hard negatives from garag's own retrievers; share ``hard_negative_share``), or
     - the gold evidence of a different, random claim (the rest).
 * Validation: ``val_fraction`` of the claims, split by groups of claims that
   share their main evidence page (FEVER writes many mutated claims from one
@@ -146,6 +146,7 @@ def build_examples(
     nei_per_claim: float,
     hard_negative_share: float,
     seed: int,
+    nei_sentences: int | None = None,
 ) -> tuple[list[TrainExample], Counter]:
     """Build verifier examples (see the module docstring for the recipe).
 
@@ -158,6 +159,7 @@ def build_examples(
         nei_per_claim: NEI examples per claim (0.5 = one for every second claim).
         hard_negative_share: share of NEI examples made of retrieved non-evidence.
         seed: random seed.
+        nei_sentences: sentences in a hard-negative NEI premise (None = ``top_k``).
 
     Returns:
         The examples (S/R first per claim, then its NEI example if any) and counts by kind.
@@ -187,7 +189,7 @@ def build_examples(
         if rng.random() >= nei_per_claim:
             continue
         if rng.random() < hard_negative_share and negatives:
-            nei_ids = negatives[:top_k]
+            nei_ids = negatives[: min(top_k, nei_sentences or top_k)]
             counts["nei_hard_negative"] += 1
         else:
             other = claims[rng.randrange(len(claims))]

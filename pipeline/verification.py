@@ -1,4 +1,12 @@
-"""Baseline RAG: retrieval -> top-k evidence -> verifier -> verdict with evidence and explanation."""
+"""One pipeline, two configurations (``pipeline.mode``).
+
+* baseline RAG: retrieval -> top-k evidence -> verifier -> verdict with evidence and explanation;
+* graph-augmented RAG: decomposition -> fused retrieval for the claim and its subquestions ->
+  triplets -> local fact graph ranking (GA-RAG eqs. 2-4) -> graph-ranked evidence (NLI) or
+  evidence with its triplet lines (LLM) -> verdict.
+
+``pipeline.verifier`` picks the NLI classifier or the LLM (with the NLI classifier as fallback).
+"""
 
 from __future__ import annotations
 
@@ -11,6 +19,7 @@ from garag.config import Config
 from garag.datasets import Dataset
 from garag.store import SentenceStore
 from garag.types import Claim, Evidence, Hit, SentenceId, Verdict
+from pipeline.graph_stage import GraphRanking, GraphStage, cosine_similarity_fn, make_decomposer
 from pipeline.retrieval import RetrievalPipeline, RetrievalResult
 from pipeline.train_verifier import ensure_verifier
 from verifier.base import Verifier
@@ -27,7 +36,11 @@ class ClaimResult:
         verdict: label, explanation, predicted evidence and label scores.
         retrieval: fused and per-retriever hits.
         evidence: the evidence the verifier read, in order.
-        seconds: wall seconds per stage ("retrieval", "verification"), amortised over the batch.
+        seconds: wall seconds per stage ("decomposition", "retrieval", "triplets", "graph",
+            "verification"), amortised over the batch where a stage runs batched.
+        subquestions: the claim's subquestions (extra retrieval queries).
+        graph: graph mode: the ranked fact graph of the claim's evidence pool.
+        llm: LLM verifier: calls, tokens and cache hits spent on this claim (batch average).
     """
 
     claim: Claim
@@ -35,6 +48,9 @@ class ClaimResult:
     retrieval: RetrievalResult
     evidence: tuple[Evidence, ...]
     seconds: dict[str, float] = field(default_factory=dict)
+    subquestions: tuple[str, ...] = ()
+    graph: GraphRanking | None = None
+    llm: dict | None = None
 
 
 def gold_evidence(claim: Claim, store: SentenceStore) -> list[Evidence]:
@@ -67,6 +83,9 @@ class VerificationPipeline:
         self.retrieval = RetrievalPipeline(config, dataset, progress)
         self.verifier: Verifier | None = None
         self.model_path: str = ""
+        self.decomposer = None
+        self.graph: GraphStage | None = None
+        self.llm_client = None
 
     @property
     def dataset(self) -> Dataset:
@@ -81,10 +100,47 @@ class VerificationPipeline:
     def build(self, force: bool = False) -> VerificationPipeline:
         from verifier.nli import NLIVerifier
 
+        cfg = self.config
         self.retrieval.build(force=force)
-        self.model_path = str(ensure_verifier(self.config, progress=self.progress))
-        self.verifier = NLIVerifier(self.config.verifier, self.model_path).load()
+        self.model_path = str(ensure_verifier(cfg, progress=self.progress))
+        nli = NLIVerifier(cfg.verifier, self.model_path).load()
+        self.verifier = nli
+        uses_llm = (
+            cfg.pipeline.verifier == "llm"
+            or cfg.decomposition.method == "llm"
+            or (cfg.pipeline.mode == "graph" and cfg.triplets.method != "syntactic")
+        )
+        if uses_llm:
+            from garag.llm import LLMClient
+
+            self.llm_client = LLMClient(cfg.llm, cfg.paths.cache_dir).load()
+        if cfg.pipeline.verifier == "llm":
+            from verifier.llm import LLMVerifier
+
+            self.verifier = LLMVerifier(self.llm_client, fallback=nli, max_evidence=cfg.linearize.max_facts)
+        self.decomposer = make_decomposer(cfg, self.llm_client)
+        if cfg.pipeline.mode == "graph":
+            from pipeline.graph_stage import make_extractor
+
+            self.graph = GraphStage(
+                cfg,
+                make_extractor(cfg, self.llm_client),
+                similarity=self._similarity(),
+                claim_entities=getattr(self.decomposer, "claim_entities", None),
+            ).load()
         return self
+
+    def _similarity(self):
+        """Claim-sentence cosine from the dense index, when the dense retriever is configured."""
+        dense = self.retrieval.retrievers.get("dense")
+        if dense is None:
+            return None
+        store = self.store
+
+        def vectors(pool: Sequence[Evidence]):
+            return dense.vectors([store.row_of(e.sentence) for e in pool])
+
+        return cosine_similarity_fn(dense.encode_queries, vectors)
 
     def run(self, claims: Sequence[Claim], oracle: bool = False) -> list[ClaimResult]:
         """Verify a batch of claims.
@@ -97,24 +153,53 @@ class VerificationPipeline:
         """
         if self.verifier is None:
             raise RuntimeError("VerificationPipeline.build() must run first")
-        k = self.config.verifier.top_k
-        t0 = time.perf_counter()
-        retrieved = self.retrieval.retrieve_batch([c.text for c in claims])
-        evidence = []
-        for claim, res in zip(claims, retrieved, strict=True):
-            if oracle and claim.verifiable:
-                evidence.append(gold_evidence(claim, self.store))
-            else:
-                evidence.append(hits_to_evidence(res.fused, self.store, k))
-        t1 = time.perf_counter()
-        verdicts = self.verifier.verify_batch([c.text for c in claims], evidence)
-        t2 = time.perf_counter()
+        cfg = self.config
+        k = cfg.verifier.top_k
         n = max(len(claims), 1)
-        timing = {"retrieval": (t1 - t0) / n, "verification": (t2 - t1) / n}
-        return [
-            ClaimResult(c, v, r, tuple(e), dict(timing))
-            for c, v, r, e in zip(claims, verdicts, retrieved, evidence, strict=True)
-        ]
+        texts = [c.text for c in claims]
+        t0 = time.perf_counter()
+        subq = [tuple(self.decomposer.decompose(t)) if self.decomposer else () for t in texts]
+        t1 = time.perf_counter()
+        retrieved = self.retrieval.retrieve_batch(texts, extra_queries=subq)
+        t2 = time.perf_counter()
+        timing = {"decomposition": (t1 - t0) / n, "retrieval": (t2 - t1) / n}
+        evidence: list[list[Evidence]] = []
+        inputs: list = []
+        graphs: list[GraphRanking | None] = []
+        for claim, res in zip(claims, retrieved, strict=True):
+            ranking = None
+            if oracle and claim.verifiable:
+                ev = gold_evidence(claim, self.store)
+            elif self.graph is not None:
+                pool = hits_to_evidence(res.fused, self.store, max(k, cfg.pipeline.evidence_pool))
+                ranking = self.graph.rank(claim.text, pool)
+                ev = list(ranking.evidence)
+            else:
+                ev = hits_to_evidence(res.fused, self.store, k)
+            graphs.append(ranking)
+            if cfg.pipeline.verifier == "llm":
+                from verifier.llm import prompt_evidence
+
+                lines = ranking.triplet_lines(cfg.linearize.triplets_per_fact) if ranking else None
+                shown = ev[: cfg.linearize.max_facts]
+                inputs.append(prompt_evidence(shown, lines))
+                evidence.append(shown)
+            else:
+                evidence.append(ev[:k])
+                inputs.append(ev[:k])
+        before = self.llm_client.stats.snapshot() if self.llm_client is not None else None
+        t3 = time.perf_counter()
+        verdicts = self.verifier.verify_batch(texts, inputs)
+        t4 = time.perf_counter()
+        timing["verification"] = (t4 - t3) / n
+        llm = _usage_per_claim(before, self.llm_client.stats.snapshot(), n) if before is not None else None
+        out = []
+        for c, v, r, e, q, g in zip(claims, verdicts, retrieved, evidence, subq, graphs, strict=True):
+            seconds = dict(timing)
+            if g is not None:
+                seconds.update(g.seconds)
+            out.append(ClaimResult(c, v, r, tuple(e), seconds, q, g, llm))
+        return out
 
     def iter_results(
         self, claims: Sequence[Claim], batch_size: int = 32, oracle: bool = False
@@ -133,3 +218,9 @@ def predicted_evidence(result: ClaimResult, limit: int = 5) -> list[SentenceId]:
         if h.sentence not in out:
             out.append(h.sentence)
     return out
+
+
+def _usage_per_claim(before: dict, after: dict, n: int) -> dict:
+    """LLM counters (``LLMStats.snapshot()["total"]``) spent between two snapshots, per claim."""
+    start, end = before.get("total", {}), after.get("total", {})
+    return {k: (v - start.get(k, 0)) / n for k, v in end.items() if isinstance(v, (int, float))}

@@ -21,11 +21,11 @@ from verifier.base import TrainExample
 from verifier.train import train_verifier
 
 
-def _config(tiny_corpus: Path, tiny_claims: Path, cache: Path, model: str = "") -> Config:
-    return load_config(overrides=[
+def _config(tiny_corpus: Path, tiny_claims: Path, cache: Path, model: str = "", extra=()) -> Config:
+    return load_config(overrides=[*extra,
         "data.dataset=custom", f"data.claims={tiny_claims}", f"data.corpus={tiny_corpus}",
         f"paths.cache_dir={cache}", "retrieval.retrievers=[bm25, dense, pages]", "retrieval.k=20",
-        "fusion.depth=20", "verifier.top_k=3", "verifier.max_length=64", "verifier.nei_bias=0.0",
+        "fusion.depth=20", "verifier.top_k=3", "verifier.mode=concat", "verifier.max_length=64", "verifier.nei_bias=0.0",
         f"verifier.model={model}",
     ])  # fmt: skip
 
@@ -130,3 +130,23 @@ def test_oracle_reads_the_gold_evidence(run, tmp_path: Path):
     assert two_page["evidence_read"] == [["The_Beatles", 0], ["Liverpool", 0]]
     nei = records[5]
     assert nei["evidence_read"]  # NEI claims keep retrieved evidence
+
+
+def test_graph_mode_reranks_the_pool_over_the_fact_graph(run, tiny_corpus: Path, tiny_claims: Path):
+    config, pipe, claims, _, _ = run
+    extra = ("pipeline.mode=graph", "decomposition.method=rule", "pipeline.evidence_pool=8")
+    graph_cfg = _config(tiny_corpus, tiny_claims, Path(config.paths.cache_dir), config.verifier.model, extra)
+    gpipe = VerificationPipeline(graph_cfg, progress=False).build()
+    results = gpipe.run(claims)
+    assert any(r.subquestions for r in results)  # the fixtures have conjunction claims
+    for r in results:
+        pool = hits_to_evidence(r.retrieval.fused, gpipe.store, 8)
+        assert r.graph is not None and len(r.graph.facts) == len(pool)
+        # the verifier read the graph's top-3, a re-ranking of the retrieved pool
+        assert [e.sentence for e in r.evidence] == [f.sentence for f in r.graph.facts[:3]]
+        assert {f.sentence for f in r.graph.facts} == {e.sentence for e in pool}
+        scores = [f.score for f in r.graph.facts]
+        assert scores == sorted(scores, reverse=True)
+        assert {"decomposition", "retrieval", "triplets", "graph", "verification"} <= set(r.seconds)
+        assert any(f.triplets for f in r.graph.facts)
+        assert r.verdict.label in Label
