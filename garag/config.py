@@ -261,7 +261,7 @@ class TrainConfig:
     base_model: str = "minilm"
     train_pairs: str = ""
     corpus: str = ""
-    epochs: int = 2
+    epochs: int = 1
     learning_rate: float = 1e-4
     weight_decay: float = 0.01
     warmup_ratio: float = 0.1

@@ -21,7 +21,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from garag.artifacts import read_meta, settings_hash, write_json_atomic
-from garag.config import Config
+from garag.config import Config, FusionConfig
 from garag.datasets import fever
 from garag.errors import ErrorPolicy
 from garag.fingerprint import cached_fingerprint
@@ -53,12 +53,19 @@ def _file_sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
+# Hard negatives always come from the baseline retrievers with default fusion, so that every
+# pipeline configuration (baseline, graph-augmented, LLM) shares one trained verifier.
+TRAIN_RETRIEVERS = ["bm25", "dense", "pages"]
+
+
 def _fever_config(config: Config) -> Config:
     """The retrieval config over the training corpus (always FEVER-format, whatever the run's dataset)."""
     cfg = copy.deepcopy(config)
     cfg.data.dataset = "fever"
     cfg.data.claims = ""
     cfg.data.corpus = config.train.corpus
+    cfg.retrieval.retrievers = list(TRAIN_RETRIEVERS)
+    cfg.fusion = FusionConfig()
     return cfg
 
 
@@ -84,8 +91,8 @@ def verifier_artifact_dir(config: Config) -> Path:
         "top_k": config.verifier.top_k,
         "premise_format": PREMISE_FORMAT,
         "retrieval": {
-            "retrievers": config.retrieval.retrievers,
-            "fusion": config.fusion.__dict__,
+            "retrievers": fever_cfg.retrieval.retrievers,
+            "fusion": fever_cfg.fusion.__dict__,
             "bm25": config.bm25.__dict__,
             "dense": config.dense.__dict__,
             "pages": config.pages.__dict__,
