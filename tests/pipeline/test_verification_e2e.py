@@ -25,8 +25,8 @@ def _config(tiny_corpus: Path, tiny_claims: Path, cache: Path, model: str = "", 
     return load_config(overrides=[*extra,
         "data.dataset=custom", f"data.claims={tiny_claims}", f"data.corpus={tiny_corpus}",
         f"paths.cache_dir={cache}", "retrieval.retrievers=[bm25, dense, pages]", "retrieval.k=20",
-        "fusion.depth=20", "verifier.top_k=3", "verifier.mode=concat", "verifier.max_length=64", "verifier.nei_bias=0.0",
-        f"verifier.model={model}",
+        "fusion.depth=20", "verifier.top_k=3", "verifier.mode=concat", "verifier.max_length=64",
+        "verifier.nei_bias=0.0", f"verifier.model={model}",
     ])  # fmt: skip
 
 

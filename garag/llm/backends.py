@@ -1,0 +1,161 @@
+"""Backends: any LangChain chat model behind the ChatModel role, and the two configured ones.
+
+- ``llama_cpp``: in-process llama-cpp-python (the offline default), see ``llama_cpp_backend``.
+- ``openai``: ``langchain_openai.ChatOpenAI`` with a ``base_url``: OpenAI, vLLM, Ollama or
+  llama.cpp's server.  The API key is read from the environment variable named in
+  ``llm.api_key_env``; garag never writes to the environment.
+
+Imports of the optional packages are lazy and fail with an install hint.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from garag.config import LLMConfig
+from garag.llm.base import ChatMessage, ChatModel, ChatReply, LLMTimeoutError, LLMUnavailableError
+
+logger = logging.getLogger(__name__)
+
+_HINT = "pip install 'garag[llm]' (llama-cpp-python, langchain-core, langchain-openai, openai)"
+_NO_KEY = "not-needed"  # local OpenAI-compatible servers accept any key
+
+
+def _to_langchain(messages: Sequence[ChatMessage]) -> list[Any]:
+    from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+
+    kinds = {"system": SystemMessage, "user": HumanMessage, "assistant": AIMessage}
+    return [kinds[m.role](content=m.content) for m in messages]
+
+
+def _is_timeout(exc: BaseException) -> bool:
+    return isinstance(exc, (LLMTimeoutError, TimeoutError)) or "Timeout" in type(exc).__name__
+
+
+class LangChainChat:
+    """The ChatModel role over any LangChain ``BaseChatModel``.
+
+    Args:
+        model: the LangChain chat model.
+        name: short backend name for logs ("llama_cpp", "openai", ...).
+        fingerprint: exact model identity for the cache key.
+        call_kwargs: (schema, timeout_s) -> keyword arguments for ``model.invoke``; this is
+            where a backend says how it takes a JSON schema and a timeout.
+    """
+
+    def __init__(
+        self,
+        model: Any,
+        name: str,
+        fingerprint: str,
+        call_kwargs: Callable[[dict[str, Any] | None, float], dict[str, Any]],
+    ) -> None:
+        self.model = model
+        self.name = name
+        self.fingerprint = fingerprint
+        self._call_kwargs = call_kwargs
+
+    def complete(
+        self, messages: Sequence[ChatMessage], schema: dict[str, Any] | None, timeout_s: float
+    ) -> ChatReply:
+        try:
+            msg = self.model.invoke(_to_langchain(messages), **self._call_kwargs(schema, timeout_s))
+        except Exception as e:
+            if _is_timeout(e):
+                raise LLMTimeoutError(
+                    f"{self.name}: call ran past {timeout_s:g}s ({type(e).__name__})"
+                ) from e
+            raise
+        content = msg.content
+        text = (
+            content
+            if isinstance(content, str)
+            else "".join(p.get("text", "") if isinstance(p, dict) else str(p) for p in content)
+        )
+        usage = getattr(msg, "usage_metadata", None) or {}
+        return ChatReply(text, int(usage.get("input_tokens", 0)), int(usage.get("output_tokens", 0)))
+
+
+def llama_cpp_chat(config: LLMConfig, cache_root: str | Path) -> LangChainChat:
+    """The in-process llama.cpp backend; resolves (and if needed assembles) the GGUF file."""
+    try:
+        import llama_cpp  # noqa: F401
+
+        from garag.llm.llama_cpp_backend import LlamaCppChatModel
+    except ImportError as e:
+        raise LLMUnavailableError(f"llm.backend=llama_cpp needs llama-cpp-python: {_HINT}") from e
+    from garag.llm.models import resolve_model_file
+
+    mf = resolve_model_file(config.model, cache_root)
+    model = LlamaCppChatModel(
+        model_path=str(mf.path),
+        n_ctx=config.n_ctx,
+        n_threads=config.n_threads,
+        temperature=config.temperature,
+        seed=config.seed,
+        max_tokens=config.max_tokens,
+    )
+
+    def kwargs(schema: dict[str, Any] | None, timeout_s: float) -> dict[str, Any]:
+        return {"schema": schema, "timeout_s": timeout_s}
+
+    return LangChainChat(model, "llama_cpp", f"llama_cpp:{mf.name}:sha256={mf.sha256}", kwargs)
+
+
+def openai_chat(config: LLMConfig) -> LangChainChat:
+    """The OpenAI-compatible HTTP backend (ChatOpenAI with ``base_url``).
+
+    Raises:
+        LLMUnavailableError: langchain-openai is missing, or the key variable is unset for OpenAI itself.
+    """
+    try:
+        from langchain_openai import ChatOpenAI
+    except ImportError as e:
+        raise LLMUnavailableError(f"llm.backend=openai needs langchain-openai: {_HINT}") from e
+    key = os.environ.get(config.api_key_env, "") if config.api_key_env else ""
+    if not key:
+        if not config.base_url:
+            raise LLMUnavailableError(
+                "llm.backend=openai without llm.base_url needs an API key in the environment"
+                f" variable named by llm.api_key_env ({config.api_key_env or 'unset'})"
+            )
+        key = _NO_KEY
+    model = ChatOpenAI(
+        model=config.model,
+        base_url=config.base_url or None,
+        api_key=key,
+        temperature=config.temperature,
+        seed=config.seed,
+        max_tokens=config.max_tokens,
+        timeout=config.timeout_s,
+        max_retries=0,  # LLMClient retries with its own backoff and counts them
+    )
+    style = config.response_format
+
+    def kwargs(schema: dict[str, Any] | None, timeout_s: float) -> dict[str, Any]:
+        if schema is None:
+            return {}
+        if style == "json_object":  # llama.cpp server: grammar from response_format.schema
+            return {"response_format": {"type": "json_object", "schema": schema}}
+        return {
+            "response_format": {
+                "type": "json_schema",
+                "json_schema": {"name": str(schema.get("title", "reply")), "schema": schema},
+            }
+        }
+
+    fingerprint = f"openai:{config.base_url or 'default'}:{config.model}"
+    return LangChainChat(model, "openai", fingerprint, kwargs)
+
+
+def make_chat_model(config: LLMConfig, cache_root: str | Path) -> ChatModel:
+    """The configured backend (loads the local model file for llama_cpp)."""
+    if config.backend == "llama_cpp":
+        return llama_cpp_chat(config, cache_root)
+    if config.backend == "openai":
+        return openai_chat(config)
+    raise ValueError(f"llm.backend: unknown backend {config.backend!r} (known: llama_cpp, openai)")

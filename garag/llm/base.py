@@ -1,0 +1,69 @@
+"""Chat-model role, message and reply types, and the errors the LLM client tells apart."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+ROLES = ("system", "user", "assistant")
+
+
+@dataclass(frozen=True)
+class ChatMessage:
+    """One chat turn.
+
+    Attributes:
+        role: "system", "user" or "assistant".
+        content: the text.
+    """
+
+    role: str
+    content: str
+
+    def __post_init__(self) -> None:
+        if self.role not in ROLES:
+            raise ValueError(f"ChatMessage.role must be one of {ROLES}, got {self.role!r}")
+
+    def to_json(self) -> dict[str, str]:
+        return {"role": self.role, "content": self.content}
+
+
+@dataclass(frozen=True)
+class ChatReply:
+    """A model's reply and its token counts (0 when the backend does not report them)."""
+
+    text: str
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
+@runtime_checkable
+class ChatModel(Protocol):
+    """Something that turns chat messages into a reply: one backend (llama.cpp, OpenAI-compatible).
+
+    ``fingerprint`` names the exact model (for llama.cpp it contains the GGUF file's
+    sha256) and goes into the response-cache key.  ``complete`` constrains the reply
+    to ``schema`` (a JSON schema) when one is given.
+    """
+
+    name: str
+    fingerprint: str
+
+    def complete(
+        self, messages: Sequence[ChatMessage], schema: dict[str, Any] | None, timeout_s: float
+    ) -> ChatReply:
+        """One call; raises LLMTimeoutError past ``timeout_s`` and other exceptions on failure."""
+        ...
+
+
+class LLMError(RuntimeError):
+    """A model call failed (after retries)."""
+
+
+class LLMTimeoutError(LLMError):
+    """A model call ran past its timeout."""
+
+
+class LLMUnavailableError(ValueError):
+    """An optional dependency or model file for the configured backend is missing."""

@@ -1,0 +1,248 @@
+"""The LLM client: cache, retries with backoff, timeouts, a concurrency limit, accounting, structured replies.
+
+Stages call ``chat_json(stage, messages, Schema)``: the reply is asked for as
+JSON of ``Schema`` (grammar-constrained on llama.cpp, ``response_format`` on
+OpenAI-compatible servers), validated with pydantic, repaired once, and
+otherwise returned as a fallback marker (``Structured.ok`` is False) that the
+stage turns into its rule-based or NLI fallback.  No model reply, exception
+or timeout escapes as a crash.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Generic, TypeVar
+
+from pydantic import BaseModel
+
+from garag.config import LLMConfig
+from garag.llm.base import ChatMessage, ChatModel, ChatReply, LLMError, LLMTimeoutError
+from garag.llm.cache import ResponseCache, cache_key
+from garag.llm.stats import LLMStats
+from garag.llm.structured import json_schema, parse_reply, repair_messages
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T", bound=BaseModel)
+
+CACHE_FILE = "llm/responses.sqlite"
+
+
+@dataclass(frozen=True)
+class Structured(Generic[T]):
+    """A structured reply, or the fallback marker.
+
+    Attributes:
+        value: the validated reply; None means "fall back".
+        raw: the last reply text ("" when no call succeeded).
+        reason: "" when ok, else "timeout", "error" or "invalid".
+        repaired: the value came from the repair call.
+    """
+
+    value: T | None
+    raw: str = ""
+    reason: str = ""
+    repaired: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return self.value is not None
+
+
+class LLMClient:
+    """The one object that talks to a model.
+
+    Args:
+        config: the ``llm`` config section.
+        cache_dir: garag's cache root (holds ``llm/responses.sqlite`` and assembled models).
+        chat: a ready backend; None = build the configured one in ``load()``.
+        stats: shared counters; None = a new LLMStats.
+    """
+
+    def __init__(
+        self,
+        config: LLMConfig,
+        cache_dir: str | Path,
+        chat: ChatModel | None = None,
+        stats: LLMStats | None = None,
+    ) -> None:
+        self.config = config
+        self.cache_dir = Path(cache_dir)
+        self.chat = chat
+        self.stats = stats if stats is not None else LLMStats()
+        self._cache: ResponseCache | None = None
+        self._pool: ThreadPoolExecutor | None = None
+
+    def load(self) -> LLMClient:
+        """Build the backend (assembling a local model file if needed) and open the cache."""
+        if self.chat is None:
+            from garag.llm.backends import make_chat_model
+
+            self.chat = make_chat_model(self.config, self.cache_dir)
+        if self.config.cache and self._cache is None:
+            self._cache = ResponseCache(self.cache_dir / CACHE_FILE)
+        return self
+
+    @property
+    def fingerprint(self) -> str:
+        """Exact model identity (backend, model, file sha256)."""
+        if self.chat is None:
+            raise ValueError("LLMClient.load() must be called before use")
+        return self.chat.fingerprint
+
+    def metadata(self) -> dict[str, Any]:
+        """Model identity, sampling settings and counters for run metadata."""
+        return {
+            "model": self.fingerprint if self.chat is not None else self.config.model,
+            "backend": self.config.backend,
+            "temperature": self.config.temperature,
+            "seed": self.config.seed,
+            "max_tokens": self.config.max_tokens,
+            "stats": self.stats.snapshot(),
+        }
+
+    # -- raw calls ------------------------------------------------------------------------
+
+    def complete(
+        self,
+        stage: str,
+        messages: Sequence[ChatMessage],
+        schema: dict[str, Any] | None = None,
+        prompt_sha: str = "",
+    ) -> ChatReply:
+        """One cached call with retries; raises LLMTimeoutError or LLMError when it finally fails."""
+        if self.chat is None:
+            self.load()
+        if self.chat is None:
+            raise ValueError("LLMClient: no chat model after load()")
+        key = cache_key(
+            self.chat.fingerprint,
+            messages,
+            self.config.temperature,
+            self.config.seed,
+            self.config.max_tokens,
+            schema,
+            prompt_sha,
+        )
+        if self._cache is not None:
+            hit = self._cache.get(key)
+            if hit is not None:
+                self.stats.add(stage, cache_hits=1)
+                return hit
+        attempt = 0
+        while True:
+            self.stats.add(stage, calls=1)
+            try:
+                reply = self.chat.complete(messages, schema, self.config.timeout_s)
+            except LLMTimeoutError:
+                self.stats.add(stage, timeouts=1)
+                raise
+            except Exception as e:  # any backend failure is retried, then reported
+                self.stats.add(stage, errors=1)
+                if attempt >= self.config.retries:
+                    raise LLMError(f"{stage}: model call failed after {attempt + 1} attempt(s): {e}") from e
+                delay = self.config.backoff_s * (2**attempt)
+                logger.warning("%s: model call failed (%s); retrying in %.1fs", stage, e, delay)
+                self.stats.add(stage, retries=1)
+                time.sleep(delay)
+                attempt += 1
+                continue
+            self.stats.add(
+                stage, prompt_tokens=reply.prompt_tokens, completion_tokens=reply.completion_tokens
+            )
+            if self._cache is not None:
+                self._cache.put(key, self.chat.fingerprint, reply)
+            return reply
+
+    # -- structured calls -----------------------------------------------------------------
+
+    def chat_json(
+        self,
+        stage: str,
+        messages: Sequence[ChatMessage],
+        output: type[T],
+        constrain: bool = True,
+        prompt_sha: str = "",
+    ) -> Structured[T]:
+        """Ask for JSON of ``output``; validate, repair once, else return the fallback marker.
+
+        Args:
+            stage: accounting name ("decompose", "triplets", "verdict", ...).
+            messages: the rendered prompt.
+            output: the pydantic model of the reply.
+            constrain: send the schema to the backend (grammar / response_format); False
+                leaves the reply unconstrained (for backends without structured output).
+            prompt_sha: the prompt file's sha256, part of the cache key.
+        """
+        started = time.perf_counter()
+        self.stats.add(stage, requests=1)
+        schema = json_schema(output)
+        sent = schema if constrain else None
+        try:
+            try:
+                reply = self.complete(stage, messages, sent, prompt_sha)
+            except LLMTimeoutError as e:
+                logger.warning("%s: %s; falling back", stage, e)
+                return self._fallback(stage, "", "timeout")
+            except LLMError as e:
+                logger.warning("%s: %s; falling back", stage, e)
+                return self._fallback(stage, "", "error")
+            value, error = parse_reply(reply.text, output)
+            if value is not None:
+                return Structured(value, reply.text)
+            self.stats.add(stage, invalid=1, repairs=1)
+            logger.info("%s: invalid reply (%s); asking for a repair", stage, error)
+            try:
+                fixed = self.complete(
+                    stage, repair_messages(messages, reply.text, error, schema), sent, prompt_sha
+                )
+            except LLMError as e:  # includes timeouts
+                logger.warning("%s: repair call failed (%s); falling back", stage, e)
+                return self._fallback(stage, reply.text, "invalid")
+            value, error = parse_reply(fixed.text, output)
+            if value is not None:
+                self.stats.add(stage, repaired=1)
+                return Structured(value, fixed.text, repaired=True)
+            self.stats.add(stage, invalid=1)
+            logger.warning("%s: repaired reply still invalid (%s); falling back", stage, error)
+            return self._fallback(stage, fixed.text, "invalid")
+        finally:
+            self.stats.add(stage, seconds=time.perf_counter() - started)
+
+    def chat_json_many(
+        self,
+        stage: str,
+        requests: Sequence[Sequence[ChatMessage]],
+        output: type[T],
+        constrain: bool = True,
+        prompt_sha: str = "",
+    ) -> list[Structured[T]]:
+        """``chat_json`` for many prompts on a pool of ``llm.concurrency`` threads, in input order."""
+        if len(requests) <= 1 or self.config.concurrency <= 1:
+            return [self.chat_json(stage, m, output, constrain, prompt_sha) for m in requests]
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(
+                max_workers=self.config.concurrency, thread_name_prefix="garag-llm"
+            )
+        futures = [
+            self._pool.submit(self.chat_json, stage, m, output, constrain, prompt_sha) for m in requests
+        ]
+        return [f.result() for f in futures]
+
+    def _fallback(self, stage: str, raw: str, reason: str) -> Structured[Any]:
+        self.stats.add(stage, fallbacks=1)
+        return Structured(None, raw, reason)
+
+    def close(self) -> None:
+        """Stop the thread pool and close the cache."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+            self._pool = None
+        if self._cache is not None:
+            self._cache.close()
+            self._cache = None

@@ -1,0 +1,130 @@
+"""In-process llama.cpp as a LangChain chat model, with JSON-schema grammars and a per-call deadline.
+
+langchain-community's ``ChatLlamaCpp`` would pull the whole community package
+and hides llama.cpp's ``response_format.schema``; this thin ``BaseChatModel``
+calls ``llama_cpp.Llama.create_chat_completion`` directly, which compiles the
+JSON schema to a GBNF grammar, so every token the model samples keeps the
+reply valid JSON of that schema.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+from langchain_core.callbacks import CallbackManagerForLLMRun
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+from pydantic import PrivateAttr
+
+from garag.llm.base import LLMTimeoutError, LLMUnavailableError
+
+_ROLE = {"system": "system", "human": "user", "ai": "assistant"}
+
+
+class LlamaCppChatModel(BaseChatModel):
+    """LangChain chat model over a local GGUF file run by llama-cpp-python.
+
+    Call-time keyword arguments (``invoke(messages, schema=..., timeout_s=...)``):
+    ``schema`` constrains the reply to a JSON schema; ``timeout_s`` bounds the
+    generation (measured from when this model starts the call).
+
+    Attributes:
+        model_path: the .gguf file.
+        n_ctx: context length.
+        n_threads: CPU threads (0 = llama.cpp's default).
+        temperature, seed, max_tokens: sampling settings (temperature 0 = greedy).
+    """
+
+    model_path: str
+    n_ctx: int = 4096
+    n_threads: int = 0
+    temperature: float = 0.0
+    seed: int = 13
+    max_tokens: int = 384
+    _llama: Any = PrivateAttr(default=None)
+    _lock: Any = PrivateAttr(default_factory=threading.Lock)
+
+    @property
+    def _llm_type(self) -> str:
+        return "garag-llama-cpp"
+
+    @property
+    def _identifying_params(self) -> dict[str, Any]:
+        return {"model_path": self.model_path, "n_ctx": self.n_ctx, "seed": self.seed}
+
+    def load(self) -> LlamaCppChatModel:
+        """Load the GGUF (idempotent)."""
+        with self._lock:
+            if self._llama is None:
+                try:
+                    from llama_cpp import Llama
+                except ImportError as e:
+                    raise LLMUnavailableError(
+                        "the llama_cpp backend needs llama-cpp-python: pip install 'garag[llm]'"
+                    ) from e
+                kwargs: dict[str, Any] = {"n_ctx": self.n_ctx, "seed": self.seed, "verbose": False}
+                if self.n_threads > 0:
+                    kwargs["n_threads"] = self.n_threads
+                self._llama = Llama(model_path=self.model_path, **kwargs)
+        return self
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        self.load()
+        schema = kwargs.get("schema")
+        timeout_s = kwargs.get("timeout_s")
+        chat = [{"role": _ROLE.get(m.type, "user"), "content": _text(m.content)} for m in messages]
+        call: dict[str, Any] = {
+            "messages": chat,
+            "temperature": self.temperature,
+            "seed": self.seed,
+            "max_tokens": int(kwargs.get("max_tokens", self.max_tokens)),
+            "stop": stop or [],
+            "stream": True,  # the deadline is checked between tokens
+        }
+        if schema is not None:
+            call["response_format"] = {"type": "json_object", "schema": schema}
+        parts: list[str] = []
+        finish = None
+        with self._lock:  # one llama.cpp context: calls run one at a time
+            deadline = None if timeout_s is None else time.monotonic() + float(timeout_s)
+            stream = self._llama.create_chat_completion(**call)
+            try:
+                for chunk in stream:
+                    choice = chunk["choices"][0]
+                    piece = (choice.get("delta") or {}).get("content")
+                    if piece is not None:
+                        parts.append(piece)
+                    finish = choice.get("finish_reason") or finish
+                    if deadline is not None and time.monotonic() > deadline:
+                        raise LLMTimeoutError(f"llama.cpp call ran past {timeout_s:g}s")
+            finally:
+                stream.close()
+            # Every content chunk is one token; the context holds the prompt and the generated
+            # tokens except the last one when generation stopped at max_tokens.
+            completion = len(parts)
+            prompt = max(0, int(self._llama.n_tokens) - completion + (1 if finish == "length" else 0))
+        msg = AIMessage(
+            content="".join(parts),
+            usage_metadata={
+                "input_tokens": prompt,
+                "output_tokens": completion,
+                "total_tokens": prompt + completion,
+            },
+            response_metadata={"finish_reason": finish},
+        )
+        return ChatResult(generations=[ChatGeneration(message=msg)])
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    return "".join(part.get("text", "") if isinstance(part, dict) else str(part) for part in content)
