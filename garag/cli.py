@@ -53,7 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--retriever",
         default="fused",
-        help="'fused' (default) or one configured retriever's name (bm25, dense, pages)",
+        help="'fused' (default) or one configured retriever's name (bm25, dense, pages, graal)",
     )
 
     p = sub.add_parser(
@@ -72,10 +72,37 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_run(p)
     p.add_argument("--predictions", help="only re-score this saved predictions.jsonl (runs no model)")
+    p.add_argument("--run", help="only re-score this compare run (id under results/ or a path; no model)")
+
+    p = sub.add_parser("compare", help="run configs on the same claims: metrics, significance, report")
+    p.add_argument("--configs", nargs="+", required=True, help="config files, baseline first")
+    p.add_argument("--claims", help="claims file used by every config (default: each config's data.claims)")
+    p.add_argument("--dataset", help="dataset for every config (fever, hover, custom)")
+    p.add_argument("--sample", type=int, help="draw N claims stratified by label")
+    p.add_argument("--seed", type=int, default=13, help="sampling and bootstrap seed (default 13)")
+    p.add_argument("--run-id", help="results sub-directory (default: from dataset, configs, sample, seed)")
+    p.add_argument("--batch-size", type=int, default=32, help="claims per pipeline batch (default 32)")
+    p.add_argument("--no-faithfulness", action="store_true", help="skip the NLI check of explanations")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                   help="override a value in every config (repeatable)")  # fmt: skip
+    p.add_argument("--no-progress", action="store_true", help="hide progress bars")
+    p.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    p.set_defaults(config=None)
 
     p = sub.add_parser("evaluate-retrieval", help="recall@k and hit rate of each retriever and of the fusion")
     _add_common(p)
     p.add_argument("--out", help="output directory (default: <results_dir>/retrieval/<dataset>)")
+
+    p = sub.add_parser("subgraph", help="write one claim's GRAAL subgraph (vertices, edges, frames) as JSON")
+    _add_common(p)
+    p.add_argument("claim", help="the claim text")
+    p.add_argument("--out", help="output JSON file (default: print to stdout)")
+    p.add_argument("--max-edges", type=int, default=500, help="at most this many edges (default 500)")
+
+    p = sub.add_parser(
+        "llm-model", help="assemble (once) and verify the local GGUF of llm.model; prints its path and sha256"
+    )
+    _add_common(p)
     return parser
 
 
@@ -129,7 +156,52 @@ def _cmd_retrieve(args: argparse.Namespace, config: Config) -> int:
         ],
         "seconds": result.seconds,
     }
+    if args.retriever == "graal":
+        out["hits"] = _graal_paths(pipe.retrievers["graal"], args.claim, args.k, texts)
     print(json.dumps(out, indent=2, ensure_ascii=False))
+    return 0
+
+
+def _graal_paths(retriever, claim: str, k: int, texts: dict) -> list[dict]:  # noqa: ANN001
+    """GRAAL hits with the paths (entities and edges) that brought them."""
+    out = []
+    for gh in retriever.retrieve_with_paths(claim, k):
+        h = gh.hit
+        out.append(
+            {
+                "page": h.sentence.page,
+                "line": h.sentence.line,
+                "score": h.score,
+                "text": texts.get(h.sentence) or "",
+                "paths": [
+                    {
+                        "reason": p.reason,
+                        "entities": list(p.entities),
+                        "edges": [[e.u, e.v, e.frame] for e in p.edges],
+                    }
+                    for p in gh.provenance
+                ],
+            }
+        )
+    return out
+
+
+def _cmd_subgraph(args: argparse.Namespace, config: Config) -> int:
+    from garag.artifacts import write_json_atomic
+    from pipeline.retrieval import RetrievalPipeline
+
+    if not args.claim.strip():
+        raise ValueError("the claim is empty")
+    if "graal" not in config.retrieval.retrievers:
+        config.retrieval.retrievers = [*config.retrieval.retrievers, "graal"]
+    pipe = RetrievalPipeline(config, progress=not args.no_progress)
+    pipe.build()
+    sub = pipe.retrievers["graal"].subgraph(args.claim, max_edges=args.max_edges)  # type: ignore[attr-defined]
+    if args.out:
+        write_json_atomic(args.out, sub)
+        print(f"written: {args.out}")
+    else:
+        print(json.dumps(sub, indent=2, ensure_ascii=False))
     return 0
 
 
@@ -192,7 +264,45 @@ def _cmd_predict(args: argparse.Namespace, config: Config) -> int:
     return 0
 
 
+def _cmd_compare(args: argparse.Namespace, config: Config) -> int:
+    from eval.compare import compare
+    from eval.report import headline_table, significance_table
+
+    outcome = compare(
+        args.configs,
+        claims_file=args.claims,
+        dataset=args.dataset,
+        sample=args.sample,
+        seed=args.seed,
+        run_id=args.run_id,
+        results_dir=config.paths.results_dir,
+        overrides=args.overrides,
+        progress=not args.no_progress,
+        batch_size=args.batch_size,
+        faithfulness=not args.no_faithfulness,
+    )
+    print(headline_table(outcome.metrics))
+    print(significance_table(outcome.metrics))
+    print(json.dumps({"written": outcome.written, "resumed": outcome.resumed}))
+    print(f"report: {outcome.run_dir / 'report.md'}")
+    return 0
+
+
+def _cmd_rescore(args: argparse.Namespace, config: Config) -> int:
+    from eval.compare import rescore, resolve_run_dir
+    from eval.report import headline_table, significance_table
+
+    run_dir = resolve_run_dir(args.run, config.paths.results_dir)
+    metrics = rescore(run_dir)
+    print(headline_table(metrics))
+    print(significance_table(metrics))
+    print(f"report: {run_dir / 'report.md'}")
+    return 0
+
+
 def _cmd_evaluate(args: argparse.Namespace, config: Config) -> int:
+    if args.run:
+        return _cmd_rescore(args, config)
     from eval.verification_eval import records_from_file, run_predictions, score_records, write_metrics
     from garag.datasets import get_dataset
 
@@ -215,13 +325,27 @@ def _cmd_evaluate(args: argparse.Namespace, config: Config) -> int:
     return 0
 
 
+def _cmd_llm_model(args: argparse.Namespace, config: Config) -> int:
+    from garag.llm.models import resolve_model_file
+
+    if config.llm.backend != "llama_cpp":
+        raise ValueError(f"llm-model needs llm.backend=llama_cpp (configured: {config.llm.backend!r})")
+    mf = resolve_model_file(config.llm.model, config.paths.cache_dir)
+    out = {"model": mf.name, "path": str(mf.path), "sha256": mf.sha256, "bytes": mf.size}
+    print(json.dumps(out, indent=2))
+    return 0
+
+
 _COMMANDS = {
+    "llm-model": _cmd_llm_model,
     "index": _cmd_index,
     "retrieve": _cmd_retrieve,
+    "subgraph": _cmd_subgraph,
     "evaluate-retrieval": _cmd_evaluate_retrieval,
     "train-verifier": _cmd_train_verifier,
     "predict": _cmd_predict,
     "evaluate": _cmd_evaluate,
+    "compare": _cmd_compare,
 }
 
 

@@ -27,10 +27,17 @@ def _pages(config: Config, ctx: IndexContext) -> Retriever:
     return PageRetriever(config.pages, config.bm25, ctx)
 
 
+def _graal(config: Config, ctx: IndexContext) -> Retriever:
+    from retrievers.graal.retriever import GraalRetriever
+
+    return GraalRetriever(config.graal, config.dense, ctx)
+
+
 _FACTORIES: dict[str, tuple[Callable[[Config, IndexContext], Retriever], tuple[str, ...]]] = {
     "bm25": (_bm25, ("bm25s", "Stemmer")),
     "dense": (_dense, ("faiss", "sentence_transformers")),
     "pages": (_pages, ("bm25s",)),
+    "graal": (_graal, ("spacy", "sentence_transformers")),
 }
 
 

