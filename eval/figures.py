@@ -276,9 +276,49 @@ def draw_all(run_dir: Path, metrics: Mapping, configs: Mapping[str, Config]) -> 
     }
     for sub in sorted((run_dir / "subgraphs").glob("*/*.json")) if (run_dir / "subgraphs").is_dir() else []:
         try:
+            data = json.loads(sub.read_text(encoding="utf-8"))
+            decisive = _predicted_evidence(run_dir / "predictions" / f"{sub.parent.name}.jsonl", sub.stem)
             made[f"graph {sub.parent.name} {sub.stem}"] = evidence_graph(
-                json.loads(sub.read_text(encoding="utf-8")), out / f"graph_{sub.parent.name}_{sub.stem}.png"
+                graal_subgraph_for_figure(data, decisive), out / f"graph_{sub.parent.name}_{sub.stem}.png"
             )
         except (ValueError, KeyError) as e:
             logger.warning("%s: cannot draw: %s", sub, e)
     return {k: str(v.relative_to(run_dir)) for k, v in made.items()}
+
+
+def _predicted_evidence(predictions: Path, claim_id: str) -> set[tuple[str, int]]:
+    """The predicted evidence ids of one claim in a system's predictions file (empty if absent)."""
+    if not predictions.is_file():
+        return set()
+    with open(predictions, encoding="utf-8") as fh:
+        for line in fh:
+            rec = json.loads(line)
+            if str(rec.get("id")) == claim_id:
+                return {(p, int(n)) for p, n in rec.get("predicted_evidence", [])}
+    return set()
+
+
+def graal_subgraph_for_figure(subgraph: Mapping, decisive: set[tuple[str, int]] = frozenset()) -> dict:
+    """GRAAL's ``subgraph()`` export (edges with ``u``/``v``/``page``/``line``) -> the
+    :func:`evidence_graph` format; edges whose sentence is in ``decisive`` (the system's
+    predicted evidence) are marked.  A dict already in the figure format is returned as is."""
+    edges = list(subgraph.get("edges", []))
+    if not edges or "source" in edges[0]:
+        return dict(subgraph)
+    return {
+        "claim": subgraph.get("claim", ""),
+        "label": subgraph.get("label", ""),
+        "vertices": [
+            {"id": v["id"], "role": "claim-entity" if v.get("role") == "claim" else "between"}
+            for v in subgraph.get("vertices", [])
+        ],
+        "edges": [
+            {
+                "source": e["u"],
+                "target": e["v"],
+                "sentence": [e["page"], e["line"]],
+                "decisive": (e["page"], int(e["line"])) in decisive,
+            }
+            for e in edges
+        ],
+    }
