@@ -74,7 +74,8 @@ def main(argv: list[str] | None = None) -> int:
         "",
         "| measure | value |",
         "| --- | ---: |",
-        f"| whole pipeline (retrieval + concat verifier), claims/s | {whole:.1f} |",
+        f"| whole pipeline (retrieval + {config.verifier.mode} verifier, top {config.verifier.top_k}), "
+        f"claims/s | {whole:.1f} |",
         *[f"| {k}, ms/claim | {v:.1f} |" for k, v in stage.items()],
         f"| verifier, concat premise (top {config.verifier.top_k}), pairs/s | {concat_pairs:.1f} |",
         f"| verifier, single-sentence pairs/s | {single_pairs:.1f} |",
