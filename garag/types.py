@@ -5,6 +5,7 @@ JSON conversion happens at the edges only (readers, writers, the CLI).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 
@@ -131,3 +132,14 @@ class Triplet:
     confidence: float
     source: SentenceId
     extractor: str = "syntactic"
+
+
+def unique_evidence(evidence: Sequence[Evidence]) -> list[Evidence]:
+    """Evidence in the given order with repeated sentence ids dropped (first occurrence kept)."""
+    seen: set[SentenceId] = set()
+    out = []
+    for e in evidence:
+        if e.sentence not in seen:
+            seen.add(e.sentence)
+            out.append(e)
+    return out

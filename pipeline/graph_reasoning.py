@@ -31,7 +31,7 @@ import numpy as np
 
 from garag.config import PropagationConfig
 from garag.text import normalize_title
-from garag.types import Evidence, SentenceId, Triplet
+from garag.types import Evidence, SentenceId, Triplet, unique_evidence
 
 Node = tuple[str, object]
 
@@ -83,16 +83,6 @@ def _add(g: nx.Graph, u: Node, v: Node, w: float, combine: str = "sum") -> None:
         g.add_edge(u, v, weight=w)
 
 
-def _unique(evidence: Sequence[Evidence]) -> list[Evidence]:
-    seen: set[SentenceId] = set()
-    out = []
-    for ev in evidence:
-        if ev.sentence not in seen:
-            seen.add(ev.sentence)
-            out.append(ev)
-    return out
-
-
 def build_fact_graph(
     evidence: Sequence[Evidence],
     triplets: Iterable[Triplet],
@@ -111,7 +101,7 @@ def build_fact_graph(
         ValueError: a triplet's source is not among the evidence, or an extra edge weight is negative.
     """
     g = nx.Graph()
-    evidence = _unique(evidence)
+    evidence = unique_evidence(evidence)
     for ev in evidence:
         g.add_node(fact_node(ev.sentence))
         _add(g, fact_node(ev.sentence), entity_node(ev.sentence.page), config.page_weight, "max")
@@ -153,7 +143,7 @@ def initial_scores(
     Raises:
         ValueError: ``sims`` lacks one of the evidence sentences.
     """
-    evidence = _unique(evidence)
+    evidence = unique_evidence(evidence)
     if sims is None:
         scores = [ev.score for ev in evidence]
         lo, hi = (min(scores), max(scores)) if scores else (0.0, 0.0)
@@ -230,7 +220,7 @@ def rank_facts(
             (with ``ppr_entity_weight`` of the restart mass; the rest goes to facts by s0).
         extra_edges: ``(entity_a, entity_b, weight)``, e.g. GRAAL paths.
     """
-    evidence = _unique(evidence)
+    evidence = unique_evidence(evidence)
     if not evidence:
         return []
     g = build_fact_graph(evidence, triplets, config, extra_edges)

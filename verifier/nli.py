@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from garag.config import VerifierConfig
-from garag.types import Evidence, Label, SentenceId, Verdict
+from garag.types import Evidence, Label, Verdict, unique_evidence
 from verifier.aggregate import aggregate_sentence_probs
 from verifier.base import MAX_PREDICTED_EVIDENCE
 from verifier.calibration import apply_nei_bias, read_calibration
@@ -56,17 +56,6 @@ def resolve_device(device: str) -> str:
     import torch
 
     return "cuda" if torch.cuda.is_available() else "cpu"
-
-
-def unique_evidence(evidence: Sequence[Evidence]) -> list[Evidence]:
-    """Evidence in the given order with repeated sentence ids dropped (first occurrence kept)."""
-    seen: set[SentenceId] = set()
-    out = []
-    for e in evidence:
-        if e.sentence not in seen:
-            seen.add(e.sentence)
-            out.append(e)
-    return out
 
 
 class NLIVerifier:

@@ -27,7 +27,7 @@ def model_dir(trained) -> Path:
 
 @pytest.fixture(scope="module")
 def concat(model_dir: Path) -> NLIVerifier:
-    return NLIVerifier(VerifierConfig(max_length=64, batch_size=4), str(model_dir)).load()
+    return NLIVerifier(VerifierConfig(mode="concat", max_length=64, batch_size=4), str(model_dir)).load()
 
 
 @pytest.fixture(scope="module")
@@ -73,7 +73,7 @@ def test_verify_equals_verify_batch(concat: NLIVerifier, make_evidence) -> None:
 
 
 def test_concat_reads_only_top_k(model_dir: Path, make_evidence) -> None:
-    verifier = NLIVerifier(VerifierConfig(top_k=1, max_length=64), str(model_dir)).load()
+    verifier = NLIVerifier(VerifierConfig(mode="concat", top_k=1, max_length=64), str(model_dir)).load()
     evidence = [make_evidence("Hist", 0, "Oslo", N), make_evidence("Yes", 1, "Oslo", S)]
     verdict = verifier.verify("Oslo is famous.", evidence)
     assert verdict.label is N  # the supporting sentence is ranked second and not read
@@ -161,7 +161,7 @@ def _copy_model(model_dir: Path, dest: Path) -> Path:
 def test_calibrated_nei_bias(concat: NLIVerifier, model_dir: Path, tmp_path: Path, make_evidence) -> None:
     calibrated = _copy_model(model_dir, tmp_path / "calibrated")
     (calibrated / CALIBRATION_FILE).write_text(json.dumps({"nei_bias": 2.0}))
-    biased = NLIVerifier(VerifierConfig(max_length=64), str(calibrated)).load()
+    biased = NLIVerifier(VerifierConfig(mode="concat", max_length=64), str(calibrated)).load()
     assert concat.nei_bias == 0.0 and biased.nei_bias == 2.0
     evidence = [make_evidence("Yes", 1, "Oslo", S)]
     plain, shifted = (
