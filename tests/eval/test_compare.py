@@ -81,6 +81,8 @@ def _records(path: Path) -> list[dict]:
     for r in out:
         for key in VOLATILE:
             r.pop(key)
+        # a resumed run scores its claims in other batches: padding moves probabilities by ~1e-6
+        r["scores"] = {label: round(p, 4) for label, p in r["scores"].items()}
     return out
 
 
