@@ -68,3 +68,32 @@ def tiny_base(tmp_path_factory: pytest.TempPathFactory) -> Path:
     BertModel(config).save_pretrained(path)
     tokenizer.save_pretrained(path)
     return path
+
+
+@pytest.fixture(scope="session")
+def train_on_fixture_premises(tiny_base: Path):
+    """A function training the tiny classifier on the premises a built pipeline makes for its claims.
+
+    ``(pipe, out_dir, epochs, top_k=3) -> model_dir``: the fused top-``top_k`` sentences of every
+    fixture claim, labelled with the claim's gold label (train = validation set).
+    """
+    from garag.config import TrainConfig
+    from garag.types import Label
+    from pipeline.verification import hits_to_evidence
+    from verifier.base import TrainExample
+    from verifier.train import train_verifier
+
+    def train(pipe, out_dir: Path, epochs: int, top_k: int = 3) -> Path:  # noqa: ANN001
+        claims = list(pipe.dataset.claims())
+        results = pipe.retrieval.retrieve_batch([c.text for c in claims])
+        examples = [
+            TrainExample(c.text, tuple(hits_to_evidence(r.fused, pipe.store, top_k)), Label(c.label), c.id)
+            for c, r in zip(claims, results, strict=True)
+        ]
+        config = TrainConfig(
+            epochs=epochs, batch_size=6, learning_rate=2e-3, warmup_ratio=0.0, max_length=64,
+            eval_every=0, patience=0,
+        )  # fmt: skip
+        return train_verifier(examples, examples, config, str(tiny_base), out_dir, progress=False).model_dir
+
+    return train

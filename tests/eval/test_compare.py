@@ -15,11 +15,9 @@ from eval.compare_metrics import label_correct, strict_correct
 from eval.figures import evidence_graph
 from eval.significance import mcnemar
 from garag.cli import main
-from garag.config import TrainConfig, load_config
+from garag.config import load_config
 from garag.types import Claim, Label
-from pipeline.verification import VerificationPipeline, hits_to_evidence
-from verifier.base import TrainExample
-from verifier.train import train_verifier
+from pipeline.verification import VerificationPipeline
 
 pytestmark = pytest.mark.slow
 
@@ -41,7 +39,7 @@ def _write_config(
 
 
 @pytest.fixture(scope="module")
-def setup(tiny_corpus: Path, tiny_claims: Path, tiny_base: Path, tmp_path_factory: pytest.TempPathFactory):
+def setup(tiny_corpus: Path, tiny_claims: Path, train_on_fixture_premises, tmp_path_factory):
     root = tmp_path_factory.mktemp("compare")
     cache = root / "cache"
     probe = _write_config(
@@ -50,17 +48,7 @@ def setup(tiny_corpus: Path, tiny_claims: Path, tiny_base: Path, tmp_path_factor
     pipe = VerificationPipeline(load_config(probe), progress=False)
     pipe.retrieval.build()
     claims = list(pipe.dataset.claims())
-    results = pipe.retrieval.retrieve_batch([c.text for c in claims])
-    examples = [
-        TrainExample(c.text, tuple(hits_to_evidence(r.fused, pipe.store, 3)), Label(c.label), c.id)
-        for c, r in zip(claims, results, strict=True)
-    ]
-    train_cfg = TrainConfig(
-        epochs=3, batch_size=6, learning_rate=2e-3, warmup_ratio=0.0, max_length=64, eval_every=0, patience=0
-    )
-    model = train_verifier(
-        examples, examples, train_cfg, str(tiny_base), root / "model", progress=False
-    ).model_dir
+    model = train_on_fixture_premises(pipe, root / "model", epochs=3)
     configs = [
         _write_config(root / "baseline.yaml", ["bm25"], tiny_corpus, tiny_claims, cache, str(model)),
         _write_config(

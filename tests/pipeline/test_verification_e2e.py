@@ -14,11 +14,9 @@ import pytest
 
 from eval.fever_score import FeverPrediction, score_claims
 from eval.verification_eval import records_from_file, run_predictions, score_records
-from garag.config import Config, TrainConfig, load_config
+from garag.config import Config, load_config
 from garag.types import Label, SentenceId
 from pipeline.verification import VerificationPipeline, hits_to_evidence
-from verifier.base import TrainExample
-from verifier.train import train_verifier
 
 
 def _config(tiny_corpus: Path, tiny_claims: Path, cache: Path, model: str = "", extra=()) -> Config:
@@ -31,23 +29,14 @@ def _config(tiny_corpus: Path, tiny_claims: Path, cache: Path, model: str = "", 
 
 
 @pytest.fixture(scope="module")
-def run(tiny_corpus: Path, tiny_claims: Path, tiny_base: Path, tmp_path_factory: pytest.TempPathFactory):
+def run(tiny_corpus: Path, tiny_claims: Path, train_on_fixture_premises, tmp_path_factory):
     cache = tmp_path_factory.mktemp("cache")
     config = _config(tiny_corpus, tiny_claims, cache)
     pipe = VerificationPipeline(config, progress=False)
     pipe.retrieval.build()
     claims = list(pipe.dataset.claims())
-    results = pipe.retrieval.retrieve_batch([c.text for c in claims])
-    examples = [
-        TrainExample(c.text, tuple(hits_to_evidence(r.fused, pipe.store, 3)), Label(c.label), c.id)
-        for c, r in zip(claims, results, strict=True)
-    ]
-    train_cfg = TrainConfig(
-        epochs=40, batch_size=6, learning_rate=2e-3, warmup_ratio=0.0, max_length=64, eval_every=0, patience=0
-    )
-    out = tmp_path_factory.mktemp("model")
-    trained = train_verifier(examples, examples, train_cfg, str(tiny_base), out, progress=False)
-    config = _config(tiny_corpus, tiny_claims, cache, str(trained.model_dir))
+    model_dir = train_on_fixture_premises(pipe, tmp_path_factory.mktemp("model"), epochs=40)
+    config = _config(tiny_corpus, tiny_claims, cache, str(model_dir))
     pipe = VerificationPipeline(config, progress=False).build()
     run_dir = tmp_path_factory.mktemp("run")
     outcome = run_predictions(config, run_dir, pipeline=pipe, progress=False, batch_size=4)
