@@ -362,9 +362,9 @@ def compare(
         )
         pipelines[s.name] = pipe
     write_json_atomic(env_path, env)
-    metrics = rescore(run_dir, n_resamples=n_resamples)
-    if export_subgraphs(run_dir, pipelines, claims, metrics):
-        metrics = rescore(run_dir, n_resamples=n_resamples)  # redraw with the evidence graphs
+    metrics, configs = _score(run_dir, n_resamples)
+    export_subgraphs(run_dir, pipelines, claims, metrics)  # before the figures, which draw them
+    _publish(run_dir, metrics, configs)
     return CompareOutcome(run_dir, written, resumed, metrics)
 
 
@@ -410,21 +410,31 @@ def resolve_run_dir(run: str | Path, results_dir: str | Path = "results") -> Pat
 
 def rescore(run: str | Path, results_dir: str | Path = "results", n_resamples: int = 10_000) -> dict:
     """Score a run's saved predictions (no model runs); write metrics, report and figures."""
-    from eval.compare_metrics import score_run
-    from eval.figures import draw_all
-    from eval.report import write_report
-
     run_dir = resolve_run_dir(run, results_dir)
+    metrics, configs = _score(run_dir, n_resamples)
+    _publish(run_dir, metrics, configs)
+    return metrics
+
+
+def _score(run_dir: Path, n_resamples: int) -> tuple[dict, dict[str, Config]]:
+    """Metrics of a run directory's saved predictions, and the systems' configs."""
+    from eval.compare_metrics import score_run
+
     identity = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))
     configs = {s["name"]: load_config(run_dir / "configs" / f"{s['name']}.yaml") for s in identity["systems"]}
     data = dataset_of(next(iter(configs.values())))
     wanted = {json.dumps(i) for i in identity["claim_ids"]}
     gold = [c for c in data.claims(ErrorPolicy(skip=True)) if json.dumps(c.id) in wanted]
-    metrics = score_run(run_dir, identity, data, gold, configs, n_resamples=n_resamples)
-    write_json_atomic(run_dir / "metrics.json", metrics)
-    from eval.compare_metrics import metrics_csv
+    return score_run(run_dir, identity, data, gold, configs, n_resamples=n_resamples), configs
 
+
+def _publish(run_dir: Path, metrics: dict, configs: dict[str, Config]) -> None:
+    """Write metrics.json, metrics.csv, the figures and report.md."""
+    from eval.compare_metrics import metrics_csv
+    from eval.figures import draw_all
+    from eval.report import write_report
+
+    write_json_atomic(run_dir / "metrics.json", metrics)
     write_text_atomic(run_dir / "metrics.csv", metrics_csv(metrics))
     figures = draw_all(run_dir, metrics, configs)
     write_report(run_dir, metrics, configs, figures)
-    return metrics

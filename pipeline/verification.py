@@ -166,6 +166,8 @@ class VerificationPipeline:
         evidence: list[list[Evidence]] = []
         inputs: list = []
         graphs: list[GraphRanking | None] = []
+        if cfg.pipeline.verifier == "llm":
+            from verifier.llm import prompt_evidence  # the LLM extra; imported only when used
         for claim, res in zip(claims, retrieved, strict=True):
             ranking = None
             if oracle and claim.verifiable:
@@ -178,8 +180,6 @@ class VerificationPipeline:
                 ev = hits_to_evidence(res.fused, self.store, k)
             graphs.append(ranking)
             if cfg.pipeline.verifier == "llm":
-                from verifier.llm import prompt_evidence
-
                 lines = ranking.triplet_lines(cfg.linearize.triplets_per_fact) if ranking else None
                 shown = ev[: cfg.linearize.max_facts]
                 inputs.append(prompt_evidence(shown, lines))
