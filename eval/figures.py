@@ -224,40 +224,67 @@ def _arrow(ax: plt.Axes, x0: float, y0: float, x1: float, y1: float) -> None:
     ax.add_patch(FancyArrowPatch((x0, y0), (x1, y1), arrowstyle="-|>", mutation_scale=12, color="#333333"))
 
 
+def pipeline_stages(cfg: Config) -> tuple[list[str], list[str], list[str]]:
+    """The boxes of one system's row: stages before retrieval, retrievers, stages after fusion.
+
+    Decomposition shows when it is configured; triplets and the fact graph only in graph mode;
+    the verifier box names the NLI model (or the LLM with its NLI fallback)."""
+    before = []
+    if cfg.decomposition.method != "none" and cfg.pipeline.mode == "graph":
+        before.append(f"decomposition\n({cfg.decomposition.method})\nsubquestions")
+    after = [f"RRF fusion\nk={cfg.retrieval.k}"]
+    if cfg.pipeline.mode == "graph":
+        after.append(f"triplets\n({cfg.triplets.method})\ntop-{cfg.pipeline.evidence_pool}")
+        after.append(f"fact graph\n({cfg.propagation.method})\nre-ranking")
+    parts = Path(cfg.verifier.model).parts[-2:] if cfg.verifier.model else ("garag NLI", "(trained)")
+    model = "\n".join(p if len(p) <= 20 else p[:17] + "..." for p in parts)
+    if cfg.pipeline.verifier == "llm":
+        llm = cfg.llm.model if len(cfg.llm.model) <= 20 else cfg.llm.model[:17] + "..."
+        after.append(f"verifier: LLM\n{llm}\n(NLI fallback)")
+    else:
+        after.append(f"verifier\n{model}\n{cfg.verifier.mode}, top-{cfg.verifier.top_k}")
+    after.append("verdict + evidence\n+ explanation")
+    return before, list(cfg.retrieval.retrievers), after
+
+
 def pipeline_diagram(configs: Mapping[str, Config], path: Path) -> Path:
-    """One row per system: claim -> retrievers -> RRF fusion -> verifier -> verdict."""
-    rows = []
-    for name, cfg in configs.items():
-        parts = Path(cfg.verifier.model).parts[-2:] if cfg.verifier.model else ("garag NLI", "(trained)")
-        model = "\n".join(p if len(p) <= 20 else p[:17] + "..." for p in parts)
-        rows.append(
-            (
-                name,
-                list(cfg.retrieval.retrievers),
-                f"verifier\n{model}\n{cfg.verifier.mode}, top-{cfg.verifier.top_k}",
-            )
-        )
-    height = sum(max(1, len(r)) * 0.7 + 0.6 for _, r, _ in rows)
-    fig, ax = plt.subplots(figsize=(10, 0.6 + 0.9 * height))
+    """One row per system: claim -> [decomposition] -> retrievers -> RRF fusion ->
+    [triplets -> fact graph] -> verifier -> verdict."""
+    rows = [(name, *pipeline_stages(cfg)) for name, cfg in configs.items()]
+    step = 1.9
+    width = max(1 + len(b) + 1 + len(a) for _, b, _, a in rows) * step + 1.0
+    height = sum(max(1, len(r)) * 0.7 + 0.6 for _, _, r, _ in rows)
+    fig, ax = plt.subplots(figsize=(max(10.0, width * 0.95), 0.6 + 0.9 * height))
     y_top = height
-    for name, retrievers, verifier in rows:
+    colors = {"RRF": "#c9e3c0", "verifier": "#e3c9e8", "verdict": "#eeeeaa"}
+    for name, before, retrievers, after in rows:
         n = max(1, len(retrievers))
-        block = n * 0.7 + 0.6
-        mid = y_top - block / 2
+        mid = y_top - (n * 0.7 + 0.6) / 2
         ax.text(-0.2, mid, name, ha="right", va="center", fontsize=10, weight="bold")
-        _box(ax, 0.8, mid, "claim", "#dddddd", w=1.0)
+        x = 0.8
+        _box(ax, x, mid, "claim", "#dddddd", w=1.0)
+        right = x + 0.5
+        for text in before:
+            x += step
+            _arrow(ax, right, mid, x - 0.8, mid)
+            _box(ax, x, mid, text, "#f7e1a8", w=1.5, h=0.8)
+            right = x + 0.75
+        x += step
         ys = [mid + (n - 1) * 0.35 - i * 0.7 for i in range(n)]
         for r, y in zip(retrievers, ys, strict=True):
-            _box(ax, 2.8, y, r, "#f2c49b" if r == "graal" else "#a9c4e8")
-            _arrow(ax, 1.3, mid, 2.05, y)
-            _arrow(ax, 3.55, y, 4.45, mid)
-        _box(ax, 5.2, mid, f"RRF fusion\nk={configs[name].retrieval.k}", "#c9e3c0")
-        _arrow(ax, 5.95, mid, 6.65, mid)
-        _box(ax, 7.5, mid, verifier, "#e3c9e8", w=1.7, h=0.9)
-        _arrow(ax, 8.35, mid, 8.95, mid)
-        _box(ax, 9.9, mid, "verdict + evidence\n+ explanation", "#eeeeaa", w=1.8, h=0.6)
-        y_top -= block
-    ax.set_xlim(-1.6, 11)
+            _box(ax, x, y, r, "#f2c49b" if r == "graal" else "#a9c4e8")
+            _arrow(ax, right, mid, x - 0.75, y)
+        left_ends = [(x + 0.75, y) for y in ys]
+        for text in after:
+            x += step
+            color = next((c for k, c in colors.items() if text.startswith(k)), "#f7e1a8")
+            w, h = (1.6, 0.9) if text.count("\n") >= 2 else (1.6, 0.6)
+            for ex, ey in left_ends:
+                _arrow(ax, ex, ey, x - w / 2, mid)
+            _box(ax, x, mid, text, color, w=w, h=h)
+            left_ends = [(x + w / 2, mid)]
+        y_top -= n * 0.7 + 0.6
+    ax.set_xlim(-1.6, width)
     ax.set_ylim(-0.1, height + 0.1)
     ax.axis("off")
     ax.set_title("pipelines compared")
