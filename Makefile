@@ -35,7 +35,7 @@ setup-qwen: setup
 # then baseline RAG vs graph-augmented RAG on the same claims, FEVER and HoVer, with
 # significance, slices, report.md and figures under results/<run_id>/.
 # FEVER_SAMPLE claims of paper_dev (stratified by label; 0 = all 2,526).
-FEVER_SAMPLE ?= 600
+FEVER_SAMPLE ?= 0
 run: setup
 	$(BIN)/garag index --dataset fever --config configs/graph.yaml $(ARGS)
 	$(BIN)/garag index --dataset hover --config configs/graph.yaml $(ARGS)
