@@ -5,11 +5,12 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.garag-installed
 ARGS ?=
 
-.PHONY: setup setup-qwen run run-verifier run-retrieval test lint bench bench-scale clean-cache help
+.PHONY: setup setup-qwen run run-llm run-verifier run-retrieval test lint bench bench-scale clean-cache help
 
 help:
 	@echo "make run    - set up the virtualenv, build the indexes, run the main job on the embedded data"
 	@echo "make test   - set up the virtualenv and run the tests"
+	@echo "make run-llm - the same comparison plus the local LLM verifier on LLM_SAMPLE FEVER claims (slow)"
 	@echo "make run-verifier - baseline RAG on all FEVER claims, open retrieval and oracle evidence"
 	@echo "make run-retrieval - recall@k of each retriever and of the fusion (FEVER, HoVer)"
 	@echo "make bench  - retrieval quality, retrieval and verifier speed (writes benchmarks/results/)"
@@ -45,6 +46,18 @@ run: setup
 	$(BIN)/garag compare --configs configs/baseline.yaml configs/graph.yaml --dataset hover \
 		--run-id hover-baseline-vs-graph $(ARGS)
 	@echo "reports: results/fever-baseline-vs-graph/report.md and results/hover-baseline-vs-graph/report.md"
+
+# The same comparison with the local LLM verifier (Qwen2.5-Coder-1.5B) on a stratified FEVER sample:
+# baseline and graph-augmented RAG, each with the NLI and with the LLM verifier, on the same claims.
+# Slow on CPU (tens of seconds per LLM claim); the LLM cache makes a second run free.
+LLM_SAMPLE ?= 200
+run-llm: setup-qwen
+	$(BIN)/garag index --dataset fever --config configs/graph.yaml $(ARGS)
+	$(BIN)/garag train-verifier $(ARGS)
+	$(BIN)/garag compare --configs configs/baseline.yaml configs/graph.yaml configs/baseline-llm.yaml \
+		configs/graph-llm.yaml --dataset fever --sample $(LLM_SAMPLE) --seed 13 --batch-size 4 \
+		--run-id fever-llm-n$(LLM_SAMPLE) $(ARGS)
+	@echo "report: results/fever-llm-n$(LLM_SAMPLE)/report.md"
 
 # Baseline RAG alone on all FEVER claims, open retrieval and with gold evidence (oracle).
 run-verifier: setup
