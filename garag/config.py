@@ -432,7 +432,8 @@ class LLMConfig:
         backoff_s: first retry delay, doubled on each further retry.
         concurrency: parallel calls (thread pool); the in-process model runs one call at a time.
         n_ctx: llama_cpp context length in tokens.
-        n_threads: llama_cpp CPU threads (0 = llama.cpp's default).
+        n_threads: llama_cpp CPU threads for prompt and generation (0 = all cores; llama-cpp-python's
+            own default generates on half of them).
         cache: keep replies in the SQLite response cache under the cache root.
         response_format: openai: "json_schema" (OpenAI, vLLM) or "json_object" (llama.cpp's
             server, which reads the schema from ``response_format.schema``).
@@ -466,7 +467,7 @@ class LLMConfig:
         _check(self.backoff_s >= 0, "llm.backoff_s", "must be >= 0")
         _check(self.concurrency >= 1, "llm.concurrency", "must be >= 1")
         _check(self.n_ctx >= 256, "llm.n_ctx", "must be >= 256")
-        _check(self.n_threads >= 0, "llm.n_threads", "must be >= 0 (0 = default)")
+        _check(self.n_threads >= 0, "llm.n_threads", "must be >= 0 (0 = all cores)")
         _check(
             self.response_format in ("json_schema", "json_object"),
             "llm.response_format",

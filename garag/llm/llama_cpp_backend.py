@@ -9,6 +9,7 @@ reply valid JSON of that schema.
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from typing import Any
@@ -65,9 +66,16 @@ class LlamaCppChatModel(BaseChatModel):
                     raise LLMUnavailableError(
                         "the llama_cpp backend needs llama-cpp-python: pip install 'garag[llm]'"
                     ) from e
-                kwargs: dict[str, Any] = {"n_ctx": self.n_ctx, "seed": self.seed, "verbose": False}
-                if self.n_threads > 0:
-                    kwargs["n_threads"] = self.n_threads
+                # llama-cpp-python generates on half the cores unless told; 0 here means all cores,
+                # for reading the prompt and for generating
+                threads = self.n_threads if self.n_threads > 0 else max(os.cpu_count() or 1, 1)
+                kwargs: dict[str, Any] = {
+                    "n_ctx": self.n_ctx,
+                    "seed": self.seed,
+                    "verbose": False,
+                    "n_threads": threads,
+                    "n_threads_batch": threads,
+                }
                 self._llama = Llama(model_path=self.model_path, **kwargs)
         return self
 
