@@ -377,23 +377,50 @@ def _subgraph_fn(pipe: Any) -> Callable[[str], dict] | None:
     return None
 
 
+FIGURE_GRAPHS = 4  # evidence-graph figures per system
+FIGURE_CANDIDATES = 60  # claims whose subgraph is computed while looking for ones with edges
+
+
+def figure_candidates(claims: Sequence[Claim], metrics: dict, system: str) -> list[Claim]:
+    """Claims to draw for ``system``, best first: the report's worked examples, then the claims
+    only ``system`` got strictly right, then the rest in claim order."""
+    by_key = {json.dumps(c.id): c for c in claims}
+    keys = [json.dumps(ex["id"]) for ex in metrics.get("examples", [])]
+    for pair in metrics.get("paired", []):
+        side = "only_b" if pair.get("b") == system else "only_a" if pair.get("a") == system else None
+        if side:
+            keys += [json.dumps(i) for i in pair.get("only_one_right", {}).get(side, [])]
+    keys += list(by_key)
+    return [by_key[k] for k in dict.fromkeys(keys) if k in by_key]
+
+
 def export_subgraphs(run_dir: Path, pipelines: dict[str, Any], claims: Sequence[Claim], metrics: dict) -> int:
-    """Save ``subgraphs/<system>/<claim id>.json`` for the report's example claims, for every system
-    whose pipeline (or one of its retrievers) has ``subgraph(claim_text) -> dict``; returns how many."""
-    wanted = {json.dumps(ex["id"]) for ex in metrics.get("examples", [])}
-    chosen = [c for c in claims if json.dumps(c.id) in wanted]
+    """Save ``subgraphs/<system>/<claim id>.json`` for every system whose pipeline (or one of its
+    retrievers) has ``subgraph(claim_text) -> dict``; returns how many were written.
+
+    Up to :data:`FIGURE_GRAPHS` claims per system, taken from :func:`figure_candidates` and
+    preferring subgraphs with at least one edge (a claim whose entities have no path between them
+    draws as bare nodes); the first :data:`FIGURE_CANDIDATES` candidates are tried.  Subgraphs
+    saved by an earlier run are kept, so a resumed run draws the same claims."""
     written = 0
     for name, pipe in pipelines.items():
         fn = _subgraph_fn(pipe)
         if fn is None:
             continue
-        for c in chosen:
-            path = run_dir / "subgraphs" / name / f"{c.id}.json"
-            if not path.is_file():
-                graph = dict(fn(c.text))
-                graph.setdefault("claim", c.text)
-                write_json_atomic(path, graph)
-                written += 1
+        out = run_dir / "subgraphs" / name
+        if out.is_dir() and any(out.glob("*.json")):
+            continue
+        with_edges: list[tuple[Claim, dict]] = []
+        without: list[tuple[Claim, dict]] = []
+        for c in figure_candidates(claims, metrics, name)[:FIGURE_CANDIDATES]:
+            graph = dict(fn(c.text))
+            graph.setdefault("claim", c.text)
+            (with_edges if graph.get("edges") else without).append((c, graph))
+            if len(with_edges) >= FIGURE_GRAPHS:
+                break
+        for c, graph in (with_edges + without)[:FIGURE_GRAPHS]:
+            write_json_atomic(out / f"{c.id}.json", graph)
+            written += 1
     return written
 
 

@@ -202,6 +202,13 @@ def evidence_graph(subgraph: Mapping, path: Path) -> Path:
         plt.Line2D([], [], color="#999999", lw=1.2, label="other evidence (page, line)"),
     ]
     ax.legend(handles=handles, loc="lower left", fontsize=8)
+    if graph.number_of_edges() == 0:  # say so, rather than leave a blank canvas
+        n = sum(1 for v in vertices.values() if v.get("role") in ("claim", "claim-entity"))
+        ax.text(
+            0.5, 0.5, f"no evidence edge: {n} claim entit{'y' if n == 1 else 'ies'} linked,\n"
+            "no sentence connects two of them within 2 hops",
+            ha="center", va="center", fontsize=10, color="#555555", transform=ax.transAxes,
+        )  # fmt: skip
     title = subgraph.get("claim", "")
     if subgraph.get("label"):
         title += f"\n-> {subgraph['label']}"
