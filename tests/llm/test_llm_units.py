@@ -162,6 +162,20 @@ def test_prompts_load_with_version_and_hash(tmp_path):
         load_prompt("nope", tmp_path)
 
 
+def test_verdict_examples_are_valid_replies_covering_every_label():
+    from prompts import load_prompt
+
+    labels = set()
+    for user, assistant in load_prompt("verdict").examples:
+        reply = VerdictReply.model_validate(json.loads(assistant))
+        labels.add(reply.label)
+        shown = {line.split()[0] for line in user.splitlines() if line.startswith("[")}
+        # an example must never cite an id its evidence does not show (what the verifier drops)
+        assert set(cited_refs(reply)) <= shown, (user, assistant)
+        assert (reply.label == "NOT ENOUGH INFO") == (not reply.evidence)
+    assert labels == {"SUPPORTS", "REFUTES", "NOT ENOUGH INFO"}
+
+
 # -- stage helpers -------------------------------------------------------------------------
 
 
