@@ -154,12 +154,22 @@ def cost_table(metrics: Mapping) -> str:
             f"{name}: {_f(cps, 2)} claims/s ({c['claims_per_second_source']})"
             + (
                 f"; LLM per claim: {llm['calls']:.2f} calls, {llm['prompt_tokens']:.0f} prompt + "
-                f"{llm['completion_tokens']:.0f} completion tokens"
+                f"{llm['completion_tokens']:.0f} completion tokens; {llm_counts(c)}"
                 if llm
                 else "; no LLM calls"
             )
         )
     return "\n".join(lines) + "\n\n" + "\n".join(f"- {n}" for n in notes) + "\n"
+
+
+def llm_counts(cost: Mapping) -> str:
+    """Cache hits and the counted failures of a run's LLM calls, for the cost notes."""
+    t = cost.get("llm_totals") or {}
+    rate = cost.get("llm_cache_hit_rate")
+    served = int(t.get("cache_hits", 0) + t.get("calls", 0))
+    hits = f"cache hits {int(t.get('cache_hits', 0))}/{served}" + (f" ({rate:.0%})" if rate is not None else "")
+    keys = ("timeouts", "invalid", "repaired", "fallbacks", "verifier_fallbacks", "invalid_citations")
+    return hits + ", " + ", ".join(f"{k.replace('_', ' ')} {int(t.get(k, 0))}" for k in keys)
 
 
 def settings_section(configs: Mapping[str, Config]) -> str:

@@ -270,12 +270,29 @@ def _stats(values: Sequence[float]) -> dict[str, float]:
     }
 
 
+# LLM counters summed over a run (``garag.llm.stats.COUNTERS``, per claim in each record's ``llm``)
+LLM_TOTALS = (
+    "requests",
+    "calls",
+    "cache_hits",
+    "prompt_tokens",
+    "completion_tokens",
+    "timeouts",
+    "invalid",
+    "repaired",
+    "fallbacks",
+    "verifier_fallbacks",
+    "invalid_citations",
+)
+
+
 def cost_summary(records: Sequence[Mapping], wall_seconds: float | None = None) -> dict:
     """Latency per stage (mean, median, p95 seconds per claim), LLM use per claim and claims/s.
 
     Args:
         records: prediction records with ``seconds`` (stage -> seconds) and optional
-            ``llm`` ({"calls", "prompt_tokens", "completion_tokens"}).
+            ``llm`` (LLM counters of ``garag.llm.stats`` per claim: calls, cache hits, tokens,
+            timeouts, fallbacks, ...).
         wall_seconds: measured wall time of the whole prediction run; without it
             claims/s is derived from the summed stage times.
     """
@@ -290,6 +307,10 @@ def cost_summary(records: Sequence[Mapping], wall_seconds: float | None = None) 
     # a claim without an ``llm`` entry made no call (e.g. every reply came from the cache)
     usage = [r["llm"] if isinstance(r.get("llm"), Mapping) else {} for r in records]
     llm = {k: float(np.mean([u.get(k, 0) for u in usage])) for k in llm_keys} if any(usage) else None
+    totals_llm = (
+        {k: round(sum(float(u.get(k, 0)) for u in usage), 3) for k in LLM_TOTALS} if any(usage) else None
+    )
+    served = (totals_llm or {}).get("cache_hits", 0) + (totals_llm or {}).get("calls", 0)
     if wall_seconds:
         per_second = len(records) / wall_seconds
     else:
@@ -299,6 +320,9 @@ def cost_summary(records: Sequence[Mapping], wall_seconds: float | None = None) 
         "stages": {k: _stats(v) for k, v in stages.items()},
         "total": _stats(totals),
         "llm_per_claim": llm,
+        "llm_totals": totals_llm,
+        # share of model replies served from the response cache (a re-run of the same claims: 1.0)
+        "llm_cache_hit_rate": (totals_llm["cache_hits"] / served) if totals_llm and served else None,
         "claims_per_second": per_second,
         "claims_per_second_source": "wall" if wall_seconds else "stage sums",
     }

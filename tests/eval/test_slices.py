@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from eval.report import llm_counts
 from eval.slices import (
     attribute_gold,
     cited_ids,
@@ -140,6 +141,25 @@ def test_cost_summary():
         {"calls": 2.0, "prompt_tokens": 400 / 3, "completion_tokens": 0.0}
     )
     assert cost_summary(recs[1:2])["llm_per_claim"] is None
+    assert cost_summary(recs[1:2])["llm_cache_hit_rate"] is None
     assert cost_summary(recs, wall_seconds=2.0)["claims_per_second"] == 1.5
     with pytest.raises(ValueError):
         cost_summary([])
+
+
+def test_cost_summary_llm_totals_and_cache_hit_rate():
+    # per-claim counters are batch means (a batch of 2 claims made 3 calls and hit the cache once)
+    recs = [
+        {"seconds": {"verification": 5.0}, "llm": {"calls": 1.5, "cache_hits": 0.5, "timeouts": 0.5}},
+        {"seconds": {"verification": 5.0}, "llm": {"calls": 1.5, "cache_hits": 0.5, "timeouts": 0.5}},
+        {"seconds": {"verification": 0.1}, "llm": {"cache_hits": 1, "verifier_fallbacks": 1}},
+    ]
+    out = cost_summary(recs)
+    totals = out["llm_totals"]
+    assert (totals["calls"], totals["cache_hits"], totals["timeouts"]) == (3, 2, 1)
+    assert totals["verifier_fallbacks"] == 1 and totals["invalid_citations"] == 0
+    # 2 of the 5 replies came from the cache
+    assert out["llm_cache_hit_rate"] == pytest.approx(2 / 5)
+    line = llm_counts(out)
+    assert line.startswith("cache hits 2/5 (40%)")
+    assert "timeouts 1" in line and "verifier fallbacks 1" in line
