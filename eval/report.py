@@ -167,7 +167,9 @@ def llm_counts(cost: Mapping) -> str:
     t = cost.get("llm_totals") or {}
     rate = cost.get("llm_cache_hit_rate")
     served = int(t.get("cache_hits", 0) + t.get("calls", 0))
-    hits = f"cache hits {int(t.get('cache_hits', 0))}/{served}" + (f" ({rate:.0%})" if rate is not None else "")
+    hits = f"cache hits {int(t.get('cache_hits', 0))}/{served}"
+    if rate is not None:
+        hits += f" ({rate:.0%})"
     keys = ("timeouts", "invalid", "repaired", "fallbacks", "verifier_fallbacks", "invalid_citations")
     return hits + ", " + ", ".join(f"{k.replace('_', ' ')} {int(t.get(k, 0))}" for k in keys)
 

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import hashlib
 import os
 import platform
 import sys
 from importlib import metadata
 from pathlib import Path
 
+from garag.artifacts import file_sha256
 from garag.datasets import REPO_ROOT
 
 PACKAGES = (
@@ -27,15 +27,6 @@ PACKAGES = (
     "llama-cpp-python",
 )
 _MAX_HASH_BYTES = 4 << 30  # files above 4 GB are recorded by size only
-
-
-def file_sha256(path: str | Path) -> str:
-    """sha256 of a file, read in 1 MB blocks."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def tree_hashes(path: str | Path) -> dict[str, str]:

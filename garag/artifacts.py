@@ -23,6 +23,20 @@ from typing import Any
 logger = logging.getLogger(__name__)
 
 
+def update_with_file(digest: Any, path: str | Path, block: int = 1 << 20) -> None:
+    """Feed a file's bytes to a hashlib object, ``block`` bytes at a time."""
+    with open(path, "rb") as fh:
+        while buf := fh.read(block):
+            digest.update(buf)
+
+
+def file_sha256(path: str | Path) -> str:
+    """Hex sha256 of a file's bytes (streamed)."""
+    digest = hashlib.sha256()
+    update_with_file(digest, path)
+    return digest.hexdigest()
+
+
 def settings_hash(*parts: Any) -> str:
     """Stable 16-hex hash of JSON-serialisable parts."""
     blob = json.dumps(parts, sort_keys=True, default=str).encode()

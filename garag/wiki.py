@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from garag.artifacts import update_with_file
 from garag.errors import ErrorPolicy, InputError
 
 
@@ -56,9 +57,7 @@ def corpus_fingerprint(path: str | Path) -> str:
     digest = hashlib.sha256()
     for f in corpus_files(path):
         digest.update(f.name.encode())
-        with open(f, "rb") as fh:
-            for block in iter(lambda: fh.read(1 << 20), b""):
-                digest.update(block)
+        update_with_file(digest, f)
     return digest.hexdigest()
 
 

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from garag.artifacts import read_meta, settings_hash, write_json_atomic
+from garag.artifacts import file_sha256, read_meta, settings_hash, write_json_atomic
 from garag.config import Config, FusionConfig
 from garag.datasets import fever
 from garag.errors import ErrorPolicy
@@ -43,14 +43,6 @@ logger = logging.getLogger(__name__)
 
 RETRIEVAL_DEPTH = 20
 RETRIEVAL_BATCH = 256
-
-
-def _file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 # Hard negatives always come from the baseline retrievers with default fusion, so that every
@@ -97,8 +89,8 @@ def verifier_artifact_dir(config: Config) -> Path:
             "dense": config.dense.__dict__,
             "pages": config.pages.__dict__,
         },
-        "train_pairs_sha256": _file_sha256(_train_pairs_path(config)),
-        "eval_claims_sha256": _file_sha256(_eval_claims_path(config)),
+        "train_pairs_sha256": file_sha256(_train_pairs_path(config)),
+        "eval_claims_sha256": file_sha256(_eval_claims_path(config)),
     }
     return cache / f"verifier-{settings_hash('verifier', settings, cached_fingerprint(corpus, cache))}"
 

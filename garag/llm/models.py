@@ -27,7 +27,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from garag.artifacts import write_json_atomic
+from garag.artifacts import file_sha256, write_json_atomic
 
 logger = logging.getLogger(__name__)
 
@@ -58,15 +58,6 @@ class ModelFile:
     path: Path
     sha256: str
     size: int
-
-
-def file_sha256(path: str | Path) -> str:
-    """Hex sha256 of a file, read in 8 MiB blocks."""
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        while buf := fh.read(_BUF):
-            h.update(buf)
-    return h.hexdigest()
 
 
 def _package_dir(module: str, install_hint: str) -> Path:
