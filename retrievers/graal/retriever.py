@@ -219,8 +219,8 @@ class GraalRetriever:
             blocked = {x for e in edges for x in (e.u, e.v) if cap and self._is_hub(x)}
             sub = connect(seeds, edges, c.max_path_length, blocked)
             sub = Subgraph(sub.seeds, sub.between, sub.edges, frozenset(sub.hubs | hubs))
-            if sub.hubs:
-                logger.info(
+            if sub.hubs:  # per claim, so debug: a run over thousands of claims would print it each time
+                logger.debug(
                     "graal: hub entities not expanded: %s", ", ".join(sorted(names[h] for h in sub.hubs))
                 )
             for e, pair in sub.edges:
