@@ -23,6 +23,7 @@ from garag.text import detokenize, page_to_title
 from garag.types import Evidence, Label, SentenceId, Verdict
 from prompts import PromptFile, load_prompt
 from verifier.base import MAX_PREDICTED_EVIDENCE
+from verifier.explain import cite
 
 logger = logging.getLogger(__name__)
 
@@ -123,15 +124,17 @@ def cited_refs(reply: VerdictReply) -> list[str]:
     return list(dict.fromkeys(refs))
 
 
-def strip_refs(explanation: str, valid: set[str]) -> str:
-    """Remove ids not in ``valid`` from bracket groups like "[1, 9]" (-> "[1]") or "[9]" (-> "")."""
+def resolve_refs(explanation: str, ids: Mapping[str, SentenceId]) -> str:
+    """Replace the prompt's ids by sentence ids: "[2] and [1, 9]" -> "(B, 1) and (A, 0)" when
+    ``ids`` maps "[1]" to (A, 0) and "[2]" to (B, 1); ids not in ``ids`` (invented) are dropped,
+    and a bracket group left with none disappears.  The prompt's numbers mean nothing to a
+    reader of the output; ``(page, line)`` is how every explanation cites evidence."""
 
-    def keep(m: re.Match[str]) -> str:
-        parts = [p.strip() for p in m.group(1).split(",")]
-        good = [p for p in parts if _normal_ref(p) in valid]
-        return f"[{', '.join(good)}]" if good else ""
+    def sub(m: re.Match[str]) -> str:
+        parts = [_normal_ref(p) for p in m.group(1).split(",") if p.strip()]
+        return ", ".join(dict.fromkeys(cite(ids[p]) for p in parts if p in ids))
 
-    text = _BRACKETS_RE.sub(keep, explanation)
+    text = _BRACKETS_RE.sub(sub, explanation)
     return _SPACES_RE.sub(" ", text).replace(" .", ".").replace(" ,", ",").strip()
 
 
@@ -238,7 +241,8 @@ class LLMVerifier:
             self.client.stats.add(STAGE, invalid_citations=len(flagged))
             logger.info("verdict: dropped citations not in the prompt: %s", flagged)
         label = Label(reply.value.label)
-        explanation = strip_refs(reply.value.explanation, set(valid)) or f"The model answered {label.value}."
+        explanation = resolve_refs(reply.value.explanation, {r: by_ref[r] for r in valid})
+        explanation = explanation or f"The model answered {label.value}."
         verdict = Verdict(
             label, explanation, predicted_evidence([by_ref[r] for r in valid], ranked), _one_hot(label)
         )

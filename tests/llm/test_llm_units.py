@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from eval.slices import cited_ids
 from garag.config import ConfigError, LLMConfig, load_config
 from garag.llm import ChatMessage, ChatReply, LLMStats, ResponseCache, cache_key
 from garag.llm.models import resolve_model_file
@@ -20,7 +21,7 @@ from verifier.llm import (
     format_evidence,
     predicted_evidence,
     prompt_evidence,
-    strip_refs,
+    resolve_refs,
 )
 
 MSGS = [ChatMessage("system", "Be brief."), ChatMessage("user", "Is water wet?")]
@@ -213,8 +214,12 @@ def test_citations_are_parsed_stripped_and_ordered():
         label="SUPPORTS", explanation="[2] and [1, 9] say so; see [7].", evidence=["2", "[9]"]
     )
     assert cited_refs(reply) == ["[2]", "[9]", "[1]", "[7]"]
-    assert strip_refs(reply.explanation, {"[1]", "[2]"}) == "[2] and [1] say so; see."
     a, b, c = SentenceId("A", 0), SentenceId("B", 1), SentenceId("C", 2)
+    # prompt ids become (page, line) ids; [9] and [7] were never shown, so they go
+    text = resolve_refs(reply.explanation, {"[1]": a, "[2]": b})
+    assert text == "(B, 1) and (A, 0) say so; see."
+    assert cited_ids(text) == [b, a]  # what the report's explanation checks read
+    assert resolve_refs("[1, 1] is [x]", {"[1]": SentenceId("Page_(film)", 3)}) == "(Page_(film), 3) is"
     ranked = [a, b, c, SentenceId("D", 0), SentenceId("E", 0), SentenceId("F", 0)]
     assert predicted_evidence([c], ranked) == (c, a, b, SentenceId("D", 0), SentenceId("E", 0))
 
