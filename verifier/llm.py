@@ -38,15 +38,10 @@ _LABEL_ALIASES = {
 
 
 class VerdictReply(BaseModel):
-    """Reply of the verdict prompt.
+    """Reply of the verdict prompt."""
 
-    The field order is the order the JSON grammar makes the model write the keys: the
-    explanation comes before the label, so a small model compares claim and evidence before
-    it commits to a label (prompt v3; v2 wrote the label first).
-    """
-
-    explanation: str = Field(max_length=800)
     label: Literal["SUPPORTS", "REFUTES", "NOT ENOUGH INFO"]
+    explanation: str = Field(max_length=800)
     evidence: list[str] = Field(default_factory=list, max_length=10)
 
     @field_validator("label", mode="before")

@@ -92,7 +92,7 @@ def test_invented_evidence_id_is_flagged_and_dropped(chat, tmp_path):
         "examples:\n"
         + "".join(
             f"  - user: 'Claim: {c}'\n"
-            '    assistant: \'{"explanation": "As [42] says.", "label": "SUPPORTS", "evidence": ["[42]"]}\'\n'
+            '    assistant: \'{"label": "SUPPORTS", "explanation": "As [42] says.", "evidence": ["[42]"]}\'\n'
             for c in ("A is B.", "C won D.", "E was born in 1900.")
         )
         + 'user: "Claim: {claim}"\n'

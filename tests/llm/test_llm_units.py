@@ -170,8 +170,6 @@ def test_verdict_examples_are_valid_replies_covering_every_label():
     for user, assistant in load_prompt("verdict").examples:
         reply = VerdictReply.model_validate(json.loads(assistant))
         labels.add(reply.label)
-        # the examples write their keys in the order the grammar forces on the model
-        assert list(json.loads(assistant)) == list(json_schema(VerdictReply)["properties"])
         shown = {line.split()[0] for line in user.splitlines() if line.startswith("[")}
         # an example must never cite an id its evidence does not show (what the verifier drops)
         assert set(cited_refs(reply)) <= shown, (user, assistant)
