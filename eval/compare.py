@@ -162,9 +162,20 @@ def prediction_record(result: Any, dataset: Dataset, store: Any) -> dict:
     return rec
 
 
+def faithfulness_judge(verifier: Any) -> Any:
+    """The verifier that judges faithfulness: the NLI classifier (the report's "faithful (NLI)").
+
+    An LLM verifier is judged by its NLI fallback: asking the LLM again would double a run's LLM
+    calls (~10 s each here) to check the LLM against itself.  A verifier with no fallback judges
+    itself.
+    """
+    fallback = getattr(verifier, "fallback", None)
+    return fallback if fallback is not None else verifier
+
+
 def _judge_faithfulness(pipe: Any, records: Sequence[dict]) -> list[dict]:
-    """The system's own verifier reads only the sentences an explanation cites; faithful when it
-    reaches the same verdict."""
+    """The NLI verifier reads only the sentences an explanation cites; faithful when it reaches
+    the same verdict as the system."""
     from eval.slices import cited_ids
 
     claims, evidence, keep = [], [], []
@@ -177,7 +188,7 @@ def _judge_faithfulness(pipe: Any, records: Sequence[dict]) -> list[dict]:
             keep.append(r)
     out = [{"id": r["id"], "faithful": None} for r in records]
     if keep:
-        verdicts = pipe.verifier.verify_batch(claims, evidence)
+        verdicts = faithfulness_judge(pipe.verifier).verify_batch(claims, evidence)
         by_id = {r["id"]: v.label.value == r["predicted_label"] for r, v in zip(keep, verdicts, strict=True)}
         out = [{"id": r["id"], "faithful": by_id.get(r["id"])} for r in records]
     return out

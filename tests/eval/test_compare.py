@@ -10,7 +10,14 @@ from pathlib import Path
 import pytest
 import yaml
 
-from eval.compare import compare, default_pipeline, load_systems, rescore, stratified_sample
+from eval.compare import (
+    compare,
+    default_pipeline,
+    faithfulness_judge,
+    load_systems,
+    rescore,
+    stratified_sample,
+)
 from eval.compare_metrics import label_correct, strict_correct
 from eval.figures import evidence_graph
 from eval.significance import mcnemar
@@ -224,3 +231,15 @@ def test_evidence_graph_png(tmp_path: Path):
     bad = dict(graph, edges=[{"source": "X", "target": "England", "sentence": ["X", 0]}])
     with pytest.raises(ValueError, match="vertex not in"):
         evidence_graph(bad, tmp_path / "bad.png")
+
+
+def test_llm_faithfulness_is_judged_by_its_nli_fallback_not_by_another_llm_call():
+    from verifier.llm import LLMVerifier
+
+    nli = object()  # stands in for the NLI fallback: only which object judges is checked
+    llm = LLMVerifier(client=None, fallback=nli)  # type: ignore[arg-type]  (never called here)
+    assert faithfulness_judge(llm) is nli
+    alone = LLMVerifier(client=None)  # type: ignore[arg-type]
+    assert faithfulness_judge(alone) is alone
+    plain = object()
+    assert faithfulness_judge(plain) is plain
