@@ -49,8 +49,9 @@ run: setup
 
 # The same comparison with the local LLM verifier (Qwen2.5-Coder-1.5B) on a stratified FEVER sample:
 # baseline and graph-augmented RAG, each with the NLI and with the LLM verifier, on the same claims.
-# On 2 CPU cores baseline-llm takes ~7 s and graph-llm ~10 s per claim (the verdict prompt's fixed prefix is
-# read once and reused from llama.cpp's KV cache); the LLM response cache makes a second run nearly free.
+# On 2 CPU cores baseline-llm takes 7-11 s per claim and graph-llm ~2.5 s more (its triplet lines), so the
+# run takes 60-90 min; the verdict prompt's fixed prefix is read once and reused from llama.cpp's KV cache,
+# and the LLM response cache makes a second run nearly free.  A killed run resumes where it stopped.
 LLM_SAMPLE ?= 200
 run-llm: setup-qwen
 	$(BIN)/garag index --dataset fever --config configs/graph.yaml $(ARGS)
