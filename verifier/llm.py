@@ -236,7 +236,7 @@ class LLMVerifier:
             self.client.stats.add(STAGE, invalid_citations=len(flagged))
             logger.info("verdict: dropped citations not in the prompt: %s", flagged)
         label = Label(reply.value.label)
-        explanation = resolve_refs(reply.value.explanation, {r: by_ref[r] for r in valid})
+        explanation = resolve_refs(reply.value.explanation, by_ref)  # drops the flagged ids
         explanation = explanation or f"The model answered {label.value}."
         verdict = Verdict(
             label, explanation, predicted_evidence([by_ref[r] for r in valid], ranked), _one_hot(label)
