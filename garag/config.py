@@ -240,7 +240,9 @@ class TrainConfig:
         base_model: "minilm" (offline all-MiniLM-L6-v2), a hub id or a local path (e.g. DeBERTa-v3).
         train_pairs: FEVER train (claim, label, page, line, sentence) pairs; "" = the embedded file.
         corpus: wiki-pages corpus holding those sentences (hard negatives come from it); "" = embedded FEVER.
-        epochs: maximum epochs (early stopping may end sooner).
+        epochs: maximum epochs (early stopping may end sooner).  3: on all 2,526 paper_dev claims the
+            3-epoch MiniLM verifier is right on 0.741 against 0.720 after 1 epoch (McNemar p 0.011);
+            training takes ~45 min instead of ~17 on 2 cores.
         learning_rate, weight_decay, warmup_ratio: AdamW with linear warm-up and decay.
         batch_size: examples per step.
         max_length: tokens per example.
@@ -261,7 +263,7 @@ class TrainConfig:
     base_model: str = "minilm"
     train_pairs: str = ""
     corpus: str = ""
-    epochs: int = 1
+    epochs: int = 3
     learning_rate: float = 1e-4
     weight_decay: float = 0.01
     warmup_ratio: float = 0.1
