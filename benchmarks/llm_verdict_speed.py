@@ -21,7 +21,9 @@ import sys
 import time
 from pathlib import Path
 
-from garag.llm.models import resolve_model_file
+from garag.config import load_config
+from garag.llm.backends import make_chat_model
+from garag.llm.structured import json_schema
 from prompts import load_prompt
 from verifier.llm import VerdictReply
 
@@ -47,44 +49,39 @@ CLAIMS = ["Example1 was founded in 1811.", "Example3 was founded in 1900.", "Exa
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--model", default="qwen2.5-coder-1.5b", help="llm.model: packaged name or .gguf path")
-    ap.add_argument("--threads", type=int, default=0, help="llama.cpp threads (0 = all cores)")
+    ap.add_argument("--threads", type=int, default=0, help="llm.n_threads (0 = all cores)")
     ap.add_argument("--cache", default="cache")
     args = ap.parse_args(argv)
-    from llama_cpp import Llama
-
-    mf = resolve_model_file(args.model, args.cache)
-    threads = args.threads or (os.cpu_count() or 1)
-    llm = Llama(
-        model_path=str(mf.path),
-        n_ctx=4096,
-        seed=13,
-        verbose=False,
-        n_threads=threads,
-        n_threads_batch=threads,
+    config = load_config(
+        overrides=[
+            "llm.backend=llama_cpp",
+            f"llm.model={args.model}",
+            f"llm.n_threads={args.threads}",
+            f"paths.cache_dir={args.cache}",
+        ]
     )
+    # the backend garag's LLM verifier calls (streaming, deadline), without the response cache
+    chat = make_chat_model(config.llm, args.cache)
+    threads = args.threads or (os.cpu_count() or 1)
     prompt = load_prompt("verdict")
-    schema = VerdictReply.model_json_schema()
-    warm = [{"role": m.role, "content": m.content} for m in prompt.render(claim="Warm-up.", evidence="[1] x")]
-    llm.create_chat_completion(messages=warm, temperature=0, seed=13, max_tokens=8)  # the fixed prefix
+    schema = json_schema(VerdictReply)  # what LLMClient sends: $defs inlined
+    timeout = config.llm.timeout_s
+    chat.complete(prompt.render(claim="Warm-up.", evidence="[1] x"), None, timeout)  # the fixed prefix
 
     calls = []
     for claim in CLAIMS:
-        msgs = [
-            {"role": m.role, "content": m.content}
-            for m in prompt.render(claim=claim, evidence=evidence_block())
-        ]
+        messages = prompt.render(claim=claim, evidence=evidence_block())
         for n, constrained in enumerate((True, False, True, False)):
-            extra = {"response_format": {"type": "json_object", "schema": schema}} if constrained else {}
             t = time.perf_counter()
-            out = llm.create_chat_completion(messages=msgs, temperature=0, seed=13, max_tokens=384, **extra)
+            reply = chat.complete(messages, schema if constrained else None, timeout)
             calls.append(
                 {
                     "claim": claim,
                     "grammar": constrained,
                     "prompt_cached": n > 0,
                     "seconds": time.perf_counter() - t,
-                    "prompt_tokens": out["usage"]["prompt_tokens"],
-                    "completion_tokens": out["usage"]["completion_tokens"],
+                    "prompt_tokens": reply.prompt_tokens,
+                    "completion_tokens": reply.completion_tokens,
                 }
             )
             print(json.dumps(calls[-1]), file=sys.stderr, flush=True)
@@ -98,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
     # first call per claim = read the new part of the prompt + generate with the grammar
     read_s = statistics.median(c["seconds"] - c["completion_tokens"] / rate(cached_g) for c in first)
     result = {
-        "model": mf.name,
+        "model": chat.fingerprint,
         "threads": threads,
         "cpu_count": os.cpu_count(),
         "first_call_seconds_median": statistics.median(c["seconds"] for c in first),
@@ -112,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
     OUT.mkdir(parents=True, exist_ok=True)
     (OUT / "verdict_speed.json").write_text(json.dumps(result, indent=2) + "\n")
     md = [
-        f"# LLM verdict speed ({mf.name}, llama.cpp, {threads} threads)",
+        f"# LLM verdict speed ({config.llm.model}, llama.cpp, {threads} threads)",
         "",
         "`python benchmarks/llm_verdict_speed.py`; the verdict prompt with 5 sentences"
         " and 2 triplet lines each.",
