@@ -203,6 +203,10 @@ class VerifierConfig:
         nei_margin: per_sentence: predict NEI unless the best entailment or contradiction
             probability beats the other by at least this much and exceeds ``min_confidence``.
         min_confidence: per_sentence: smallest max(entail, contradict) probability to leave NEI.
+        aggregation: per_sentence: how sentence probabilities become a verdict.  "rule" = max
+            entailment vs max contradiction with ``nei_margin`` / ``min_confidence``; "learned" =
+            the claim-level aggregator fitted beside garag's trained model (verifier/claim_aggregator.py;
+            an error when there is none); "auto" = learned when the model has one, else the rule.
         nei_bias: additive bias on the NEI log-probability; None = the value calibrated on
             validation claims when garag trained the model (0 for other checkpoints).
         max_length: tokens per (premise, claim) pair.
@@ -216,6 +220,7 @@ class VerifierConfig:
     top_k: int = 5
     nei_margin: float = 0.0
     min_confidence: float = 0.5
+    aggregation: str = "auto"
     nei_bias: float | None = None
     max_length: int = 128
     batch_size: int = 32
@@ -223,6 +228,11 @@ class VerifierConfig:
 
     def __post_init__(self) -> None:
         _check(self.mode in ("concat", "per_sentence"), "verifier.mode", "must be 'concat' or 'per_sentence'")
+        _check(
+            self.aggregation in ("auto", "rule", "learned"),
+            "verifier.aggregation",
+            f"must be 'auto', 'rule' or 'learned', got {self.aggregation!r}",
+        )
         _check(1 <= self.top_k <= 50, "verifier.top_k", "must be in [1, 50]")
         _check(self.max_length >= 16, "verifier.max_length", "must be >= 16")
         _check(self.batch_size > 0, "verifier.batch_size", "must be > 0")

@@ -18,6 +18,7 @@ from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
+import numpy as np
 from tqdm import tqdm
 
 from garag.artifacts import file_sha256, read_meta, settings_hash, write_json_atomic
@@ -29,14 +30,19 @@ from garag.types import Label, SentenceId
 from pipeline.retrieval import RetrievalPipeline
 from pipeline.training_data import (
     TrainClaim,
+    aggregator_instances,
     build_examples,
     drop_eval_claims,
     read_train_pairs,
     split_by_page,
 )
+from verifier.aggregate import aggregate_sentence_probs
 from verifier.base import TrainExample
 from verifier.calibration import calibrate_nei_bias
-from verifier.inputs import build_premise
+from verifier.claim_aggregator import balanced_accuracy, claim_features, fit_aggregator, read_aggregator
+from verifier.inputs import build_premise, evidence_text
+from verifier.labels import LABEL_ORDER
+from verifier.nli import NLIVerifier
 from verifier.train import PREMISE_FORMAT, resolve_base_model, train_verifier
 
 logger = logging.getLogger(__name__)
@@ -105,7 +111,12 @@ def ensure_verifier(config: Config, progress: bool = True, force: bool = False) 
     out_dir = verifier_artifact_dir(config)
     if force or read_meta(out_dir) is None:
         train_from_fever(config, out_dir, progress=progress)
-    return str(out_dir / "model")
+    model_dir = out_dir / "model"
+    vc = config.verifier
+    if vc.mode == "per_sentence" and vc.aggregation != "rule" and read_aggregator(model_dir) is None:
+        # A verifier trained before the aggregator existed (or with an older one): fit it now, once.
+        fit_claim_aggregator(config, model_dir, progress)
+    return str(model_dir)
 
 
 def _retrieve_all(
@@ -122,13 +133,12 @@ def _retrieve_all(
     return out
 
 
-def prepare_examples(
-    config: Config, progress: bool = True
-) -> tuple[list[TrainExample], list[TrainExample], dict]:
-    """Read, filter, split and retrieve for the train claims; build train and validation examples."""
+def _split_claims(
+    config: Config, progress: bool
+) -> tuple[RetrievalPipeline, list[TrainClaim], list[TrainClaim], int]:
+    """The built training retrieval pipeline and the train / validation claims (eval claims dropped)."""
     tc = config.train
-    fever_cfg = _fever_config(config)
-    pipe = RetrievalPipeline(fever_cfg, progress=progress)
+    pipe = RetrievalPipeline(_fever_config(config), progress=progress)
     pipe.build()
     assert pipe.store is not None
     claims = read_train_pairs(_train_pairs_path(config), ErrorPolicy(skip=config.data.skip_bad_lines))
@@ -140,6 +150,16 @@ def prepare_examples(
     train_c, val_c = split_by_page(claims, tc.val_fraction, tc.seed)
     if not train_c or not val_c:
         raise ValueError(f"too few train claims ({len(claims)}) for a train/validation split")
+    return pipe, train_c, val_c, dropped
+
+
+def prepare_examples(
+    config: Config, progress: bool = True
+) -> tuple[list[TrainExample], list[TrainExample], dict]:
+    """Read, filter, split and retrieve for the train claims; build train and validation examples."""
+    tc = config.train
+    pipe, train_c, val_c, dropped = _split_claims(config, progress)
+    assert pipe.store is not None
     retrieved = _retrieve_all(pipe, train_c + val_c, progress)
     common = dict(
         store=pipe.store,
@@ -168,6 +188,56 @@ def _digest(examples: Sequence[TrainExample]) -> str:
     return digest.hexdigest()
 
 
+def fit_claim_aggregator(config: Config, model_dir: str | Path, progress: bool = True) -> dict:
+    """Fit a trained verifier's claim-level aggregator on its validation claims; store it beside the model.
+
+    The validation claims are retrieved again (the baseline retrievers, as for the
+    hard negatives) and each yields two instances (:func:`aggregator_instances`).
+
+    Returns:
+        The aggregator's ``info``: instance counts, accuracies of the rule and of the
+        aggregator on its own fitting instances (balanced over classes), seconds.
+    """
+    started = time.time()
+    top_k = config.verifier.top_k
+    pipe, _, val_c, _ = _split_claims(config, progress)
+    assert pipe.store is not None
+    instances = aggregator_instances(val_c, _retrieve_all(pipe, val_c, progress), pipe.store, top_k)
+    vcfg = copy.deepcopy(config.verifier)
+    vcfg.mode, vcfg.aggregation, vcfg.nei_bias = "per_sentence", "rule", 0.0
+    verifier = NLIVerifier(vcfg, str(model_dir)).load()
+    pairs = [(i, e) for i, (_, ev, _) in enumerate(instances) for e in ev]
+    flat = verifier.predict_pairs([evidence_text(e) for _, e in pairs], [instances[i][0] for i, _ in pairs])
+    rows: list[list] = [[] for _ in instances]
+    for (i, _), p in zip(pairs, flat, strict=True):
+        rows[i].append(p)
+    probs = [np.asarray(r, dtype=np.float64).reshape(-1, 3) for r in rows]
+    features = np.array(
+        [claim_features(claim, ev, p, top_k) for (claim, ev, _), p in zip(instances, probs, strict=True)]
+    )
+    gold = [label for _, _, label in instances]
+    aggregator = fit_aggregator(features, gold, top_k)
+    learned = [LABEL_ORDER[i] for i in aggregator.predict_proba(features).argmax(axis=1)]
+    rule = [
+        aggregate_sentence_probs(p, vcfg.min_confidence, vcfg.nei_margin).label
+        if len(p)
+        else Label.NOT_ENOUGH_INFO
+        for p in probs
+    ]
+    aggregator.info.update(
+        {
+            "val_claims": len(val_c),
+            "instances": len(instances),
+            "balanced_accuracy_rule": round(balanced_accuracy(gold, rule), 4),
+            "balanced_accuracy_fitted": round(balanced_accuracy(gold, learned), 4),
+            "seconds": round(time.time() - started, 1),
+        }
+    )
+    path = aggregator.save(model_dir)
+    logger.info("claim aggregator: %s -> %s", aggregator.info, path)
+    return aggregator.info
+
+
 def train_from_fever(config: Config, out_dir: Path, progress: bool = True) -> dict:
     """Build the training data, fine-tune, calibrate the NEI bias on validation, write ``meta.json``."""
     started = time.time()
@@ -176,6 +246,7 @@ def train_from_fever(config: Config, out_dir: Path, progress: bool = True) -> di
     base = resolve_base_model(config.train.base_model)
     result = train_verifier(train_ex, val_ex, config.train, base, out_dir, progress=progress)
     calibration = calibrate_nei_bias(result.model_dir, config.verifier, val_ex)
+    aggregator = fit_claim_aggregator(config, result.model_dir, progress)
     meta = {
         "kind": "verifier",
         "base_model": config.train.base_model,
@@ -190,6 +261,7 @@ def train_from_fever(config: Config, out_dir: Path, progress: bool = True) -> di
         },
         "best_val": result.best_val,
         "calibration": calibration,
+        "claim_aggregator": aggregator,
         "train_steps": result.steps,
         "train_seconds": result.seconds,
         "total_seconds": time.time() - started,

@@ -205,3 +205,29 @@ def build_examples(
                 )
             )
     return out, counts
+
+
+def aggregator_instances(
+    claims: Sequence[TrainClaim],
+    retrieved: Sequence[Sequence[SentenceId]],
+    store: SentenceStore,
+    top_k: int,
+) -> list[tuple[str, tuple[Evidence, ...], Label]]:
+    """Claim-level instances for fitting the claim aggregator (see verifier/claim_aggregator.py).
+
+    Per claim: its top ``top_k`` retrieved sentences as retrieved, with the claim's gold label;
+    and the top ``top_k`` once its gold evidence sentences are removed, labelled NOT ENOUGH INFO.
+
+    Returns:
+        ``(claim text, read evidence best first, label)`` triples, two per claim.
+    """
+    if len(claims) != len(retrieved):
+        raise ValueError(f"{len(claims)} claims but {len(retrieved)} retrieved lists")
+    texts: dict[SentenceId, str] = {}
+    out: list[tuple[str, tuple[Evidence, ...], Label]] = []
+    for claim, ranked in zip(claims, retrieved, strict=True):
+        gold = set(claim.evidence)
+        out.append((claim.text, _evidence(store, ranked, texts)[:top_k], claim.label))
+        without = [s for s in ranked if s not in gold]
+        out.append((claim.text, _evidence(store, without, texts)[:top_k], Label.NOT_ENOUGH_INFO))
+    return out

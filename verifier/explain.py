@@ -87,6 +87,37 @@ def explain_aggregate(agg: SentenceAggregate, evidence: Sequence[Evidence]) -> s
     )
 
 
+def explain_learned(
+    label: Label, proba: Mapping[Label, float], agg: SentenceAggregate, evidence: Sequence[Evidence]
+) -> str:
+    """Explanation of a verdict of the learned claim-level aggregator (per_sentence mode).
+
+    The aggregator weighs all read sentences, so the explanation names the
+    sentence that entails (or contradicts) the claim most strongly on its own,
+    with that sentence's own probability; for NEI, the closest sentence.
+
+    Args:
+        label: the aggregator's verdict.
+        proba: the aggregator's verdict probabilities.
+        agg: the per-sentence maxima (:func:`aggregate_sentence_probs`) over ``evidence``.
+        evidence: the sentences that were scored, in the order they were scored.
+    """
+    head = _head(label, proba[label])
+    how = f"claim-level aggregator over {_sentences(len(evidence))}"
+    if label is not Label.NOT_ENOUGH_INFO:
+        i = agg.best_support if label is Label.SUPPORTS else agg.best_refute
+        return (
+            f"{head}: {quote(evidence[i].text)} {cite(evidence[i].sentence)} {_VERB[label]} the claim "
+            f"(p={agg.scores[label]:.2f} alone; {how})."
+        )
+    closest_label = Label.SUPPORTS if agg.entailment >= agg.contradiction else Label.REFUTES
+    i = agg.best_support if closest_label is Label.SUPPORTS else agg.best_refute
+    return (
+        f"{head}: no evidence sentence decides the claim ({how}); closest: "
+        f"{cite(evidence[i].sentence)}, {_PROB_NAME[closest_label]} p={agg.scores[closest_label]:.2f}."
+    )
+
+
 def explain_concat(
     label: Label,
     scores: Mapping[Label, float],

@@ -4,8 +4,11 @@ Two modes (``verifier.mode``):
 
 * ``concat``: the top-``top_k`` evidence sentences, each prefixed with its page
   title, form one premise; one forward pass per claim.
-* ``per_sentence``: one pair per sentence, then :func:`aggregate_sentence_probs`
-  (max entailment vs max contradiction, NEI unless one clearly wins).
+* ``per_sentence``: one pair per sentence, then a verdict from their
+  probabilities: the claim-level aggregator fitted beside garag's trained model
+  (:mod:`verifier.claim_aggregator`) or the rule :func:`aggregate_sentence_probs`
+  (max entailment vs max contradiction, NEI unless one clearly wins); see
+  ``verifier.aggregation``.
 
 Any 3-way NLI or FEVER checkpoint works (a hub id or a local directory, e.g.
 the classifier trained by :func:`verifier.train.train_verifier`); its output
@@ -33,7 +36,8 @@ from garag.types import Evidence, Label, Verdict, unique_evidence
 from verifier.aggregate import aggregate_sentence_probs
 from verifier.base import MAX_PREDICTED_EVIDENCE
 from verifier.calibration import apply_nei_bias, read_calibration
-from verifier.explain import explain_aggregate, explain_concat, explain_no_evidence
+from verifier.claim_aggregator import AGGREGATOR_FILE, ClaimAggregator, claim_features, read_aggregator
+from verifier.explain import explain_aggregate, explain_concat, explain_learned, explain_no_evidence
 from verifier.inputs import build_premise, encode_pairs, evidence_text
 from verifier.labels import LABEL_ORDER, resolve_label_map, to_label_probs
 
@@ -89,6 +93,13 @@ class NLIVerifier:
         self._index_to_label: dict[int, Label] = {}
         self._max_length = config.max_length
         self._nei_bias = 0.0
+        self._aggregator: ClaimAggregator | None = None
+
+    @property
+    def aggregation(self) -> str:
+        """``"learned"`` or ``"rule"``: how per_sentence verdicts are made (after :meth:`load`)."""
+        self._require_loaded()
+        return "learned" if self._aggregator is not None else "rule"
 
     @property
     def nei_bias(self) -> float:
@@ -136,20 +147,48 @@ class NLIVerifier:
             self._nei_bias = float(self.config.nei_bias)
         elif self.config.mode == "concat" and local.is_dir():
             self._nei_bias = float(read_calibration(local).get("nei_bias", 0.0))
+        self._aggregator = self._load_aggregator(local if local.is_dir() else None)
         self._device = resolve_device(self.config.device)
         self._model = model.to(self._device).eval()
         self._tokenizer = tokenizer
         limit = getattr(tokenizer, "model_max_length", None) or _NO_LIMIT
         self._max_length = min(self.config.max_length, limit) if limit < _NO_LIMIT else self.config.max_length
         logger.info(
-            "NLI verifier %s loaded on %s in %.1fs (labels %s, NEI bias %.2f)",
+            "NLI verifier %s loaded on %s in %.1fs (labels %s, NEI bias %.2f, %s)",
             self.model_path,
             self._device,
             time.time() - started,
             {i: lab.value for i, lab in self._index_to_label.items()},
             self._nei_bias,
+            self.config.mode
+            if self.config.mode == "concat"
+            else f"per_sentence, {self.aggregation} aggregation",
         )
         return self
+
+    def _load_aggregator(self, local: Path | None) -> ClaimAggregator | None:
+        cfg = self.config
+        if cfg.mode != "per_sentence" or cfg.aggregation == "rule":
+            return None
+        where = local / AGGREGATOR_FILE if local is not None else f"{self.model_path} (not a local directory)"
+        agg = read_aggregator(local) if local is not None else None
+        problem = ""
+        if agg is None:
+            problem = f"no claim-level aggregator at {where}"
+        elif agg.top_k != cfg.top_k:
+            problem = (
+                f"the aggregator at {where} was fitted for top_k={agg.top_k}, verifier.top_k is {cfg.top_k}"
+            )
+        if not problem:
+            return agg
+        if cfg.aggregation == "learned":
+            raise ValueError(
+                f"verifier.aggregation: 'learned' but {problem}; garag fits one beside the verifier it "
+                "trains (`garag train-verifier`); use 'rule' or 'auto' for other checkpoints"
+            )
+        if local is not None and (local / AGGREGATOR_FILE).exists():
+            logger.warning("verifier: %s; using the max-entailment rule", problem)
+        return None
 
     def _require_loaded(self) -> None:
         if self._model is None:
@@ -260,23 +299,31 @@ class NLIVerifier:
         flat = apply_nei_bias(flat, self._nei_bias)
         verdicts: list[Verdict] = []
         start = 0
-        for ev in ranked:
+        for claim, ev in zip(claims, ranked, strict=True):
             read = ev[:top_k]
             if not read:
                 verdicts.append(_no_evidence_verdict())
                 continue
             probs, start = flat[start : start + len(read)], start + len(read)
             agg = aggregate_sentence_probs(probs, self.config.min_confidence, self.config.nei_margin)
+            label, scores = agg.label, dict(agg.scores)
+            if self._aggregator is not None:
+                proba = self._aggregator.predict_proba(claim_features(claim, read, probs, top_k))[0]
+                scores = {lab: float(p) for lab, p in zip(LABEL_ORDER, proba, strict=True)}
+                label = LABEL_ORDER[int(np.argmax(proba))]
+                explanation = explain_learned(label, scores, agg, read)
+            else:
+                explanation = explain_aggregate(agg, read)
             ids = [e.sentence for e in ev]
-            if agg.label is not Label.NOT_ENOUGH_INFO:
-                first = ids[agg.decisive]
+            if label is not Label.NOT_ENOUGH_INFO:
+                first = ids[agg.best_support if label is Label.SUPPORTS else agg.best_refute]
                 ids = [first] + [s for s in ids if s != first]
             verdicts.append(
                 Verdict(
-                    label=agg.label,
-                    explanation=explain_aggregate(agg, read),
+                    label=label,
+                    explanation=explanation,
                     evidence=tuple(ids[:MAX_PREDICTED_EVIDENCE]),
-                    scores=dict(agg.scores),
+                    scores=scores,
                 )
             )
         return verdicts

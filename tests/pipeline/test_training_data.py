@@ -10,6 +10,7 @@ from garag.store import SentenceStore
 from garag.types import Label, SentenceId
 from pipeline.training_data import (
     TrainClaim,
+    aggregator_instances,
     build_examples,
     drop_eval_claims,
     read_train_pairs,
@@ -109,3 +110,25 @@ def test_examples_follow_the_recipe(tiny_store: SentenceStore):
     assert ref[0] == SentenceId("Tilda_Swinton", 1) and SentenceId("Snowpiercer", 0) in ref
     assert counts["SUPPORTS"] == 1 and counts["REFUTES"] == 1 and counts["nei_hard_negative"] == 2
     assert all(e.evidence and all(ev.text for ev in e.evidence) for e in examples)
+
+
+def test_aggregator_instances_pair_each_claim_with_and_without_its_evidence(tiny_store: SentenceStore):
+    beatles = TrainClaim(
+        0, "The Beatles were formed in England.", Label.SUPPORTS, (SentenceId("The_Beatles", 0),)
+    )
+    ranked = [
+        SentenceId("The_Beatles", 3),
+        SentenceId("The_Beatles", 0),
+        SentenceId("No_Such_Page", 0),  # not in the store: skipped
+        SentenceId("Liverpool", 0),
+        SentenceId("England", 0),
+    ]
+    (claim, asis, label), (claim2, without, nei) = aggregator_instances(
+        [beatles], [ranked], tiny_store, top_k=2
+    )
+    assert claim == claim2 == beatles.text and (label, nei) == (Label.SUPPORTS, Label.NOT_ENOUGH_INFO)
+    assert [e.sentence for e in asis] == [SentenceId("The_Beatles", 3), SentenceId("The_Beatles", 0)]
+    assert [e.sentence for e in without] == [SentenceId("The_Beatles", 3), SentenceId("Liverpool", 0)]
+    assert all(e.text for e in asis + without)
+    with pytest.raises(ValueError, match="1 claims but 0 retrieved"):
+        aggregator_instances([beatles], [], tiny_store, top_k=2)
