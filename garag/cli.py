@@ -227,14 +227,18 @@ def _cmd_train_verifier(args: argparse.Namespace, config: Config) -> int:
 
     if config.verifier.model:
         raise ValueError("verifier.model is set: garag trains its own verifier only when it is empty")
+    from verifier.claim_aggregator import read_aggregator
+
     model = ensure_verifier(config, progress=not args.no_progress, force=args.force)
     meta = read_meta(verifier_artifact_dir(config)) or {}
+    aggregator = read_aggregator(model)
     print(
         json.dumps(
             {
                 "model": model,
                 "best_val": meta.get("best_val"),
                 "calibration": meta.get("calibration"),
+                "claim_aggregator": aggregator.info if aggregator is not None else None,
                 "train_seconds": meta.get("train_seconds"),
                 "data": meta.get("data"),
             },
