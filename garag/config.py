@@ -208,7 +208,8 @@ class VerifierConfig:
             the claim-level aggregator fitted beside garag's trained model (verifier/claim_aggregator.py;
             an error when there is none); "auto" = learned when the model has one, else the rule.
         nei_bias: additive bias on the NEI log-probability; None = the value calibrated on
-            validation claims when garag trained the model (0 for other checkpoints).
+            validation claims when garag trained the model (0 for other checkpoints).  The
+            learned aggregator reads unbiased probabilities (it learns its own NEI threshold).
         max_length: tokens per (premise, claim) pair.
         batch_size: pairs per forward pass.
         device: "auto", "cpu" or "cuda".

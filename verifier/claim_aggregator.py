@@ -241,7 +241,12 @@ def read_aggregator(model_dir: str | Path) -> ClaimAggregator | None:
     path = aggregator_path(model_dir)
     if not path.is_file():
         return None
-    obj = json.loads(path.read_text(encoding="utf-8"))
+    try:
+        obj = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{path}: not valid JSON ({exc}); delete it and garag fits a new one") from exc
+    if not isinstance(obj, dict):
+        raise ValueError(f"{path}: expected a JSON object")
     if obj.get("version") != AGGREGATOR_VERSION:
         return None
     return ClaimAggregator.from_json(obj, str(path))

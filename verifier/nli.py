@@ -295,8 +295,8 @@ class NLIVerifier:
     def _verify_per_sentence(self, claims: Sequence[str], ranked: list[list[Evidence]]) -> list[Verdict]:
         top_k = self.config.top_k
         pairs = [(i, e) for i, ev in enumerate(ranked) for e in ev[:top_k]]
-        flat = self.predict_pairs([evidence_text(e) for _, e in pairs], [claims[i] for i, _ in pairs])
-        flat = apply_nei_bias(flat, self._nei_bias)
+        raw = self.predict_pairs([evidence_text(e) for _, e in pairs], [claims[i] for i, _ in pairs])
+        flat = apply_nei_bias(raw, self._nei_bias)  # the aggregator was fitted on unbiased probabilities
         verdicts: list[Verdict] = []
         start = 0
         for claim, ev in zip(claims, ranked, strict=True):
@@ -304,11 +304,12 @@ class NLIVerifier:
             if not read:
                 verdicts.append(_no_evidence_verdict())
                 continue
-            probs, start = flat[start : start + len(read)], start + len(read)
+            probs, unbiased = flat[start : start + len(read)], raw[start : start + len(read)]
+            start += len(read)
             agg = aggregate_sentence_probs(probs, self.config.min_confidence, self.config.nei_margin)
             label, scores = agg.label, dict(agg.scores)
             if self._aggregator is not None:
-                proba = self._aggregator.predict_proba(claim_features(claim, read, probs, top_k))[0]
+                proba = self._aggregator.predict_proba(claim_features(claim, read, unbiased, top_k))[0]
                 scores = {lab: float(p) for lab, p in zip(LABEL_ORDER, proba, strict=True)}
                 label = LABEL_ORDER[int(np.argmax(proba))]
                 explanation = explain_learned(label, scores, agg, read)

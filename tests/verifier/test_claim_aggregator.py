@@ -129,6 +129,9 @@ def test_save_and_read_round_trip(tmp_path: Path) -> None:
     obj["version"] = 0
     (tmp_path / AGGREGATOR_FILE).write_text(json.dumps(obj))
     assert read_aggregator(tmp_path) is None  # another version: refitted by ensure_verifier
+    (tmp_path / AGGREGATOR_FILE).write_text('{"version": 1, "top_k"')
+    with pytest.raises(ValueError, match=f"{AGGREGATOR_FILE}: not valid JSON"):
+        read_aggregator(tmp_path)
 
 
 def test_balanced_accuracy() -> None:
@@ -184,6 +187,24 @@ def test_verifier_uses_the_aggregator_beside_the_model(
         by_learned.explanation
     )
     assert "claim-level aggregator over 2 sentences" in by_learned.explanation
+
+
+def test_the_aggregator_reads_probabilities_without_the_nei_bias(
+    model_dir: Path, tmp_path: Path, make_evidence
+) -> None:
+    stacked = _copy_model(model_dir, tmp_path / "stacked")
+    x, y = _synthetic(90, 3)
+    fit_aggregator(np.hstack([x, np.zeros((90, len(feature_names(2)) - x.shape[1]))]), y, top_k=2).save(
+        stacked
+    )
+    evidence = [make_evidence("Hist", 0, "Oslo", N), make_evidence("Yes", 4, "Oslo", S)]
+    verdicts = [
+        NLIVerifier(VerifierConfig(top_k=2, max_length=64, nei_bias=bias), str(stacked))
+        .load()
+        .verify("Oslo is famous.", evidence)
+        for bias in (0.0, 3.0)
+    ]
+    assert verdicts[0].scores == verdicts[1].scores and verdicts[0].label is verdicts[1].label
 
 
 def test_nei_from_the_aggregator_names_the_closest_sentence(
