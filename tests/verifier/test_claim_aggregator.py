@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -143,14 +144,6 @@ def test_balanced_accuracy() -> None:
 # NLIVerifier with an aggregator beside the toy classifier of conftest.
 
 
-def _copy_model(model_dir: Path, dest: Path) -> Path:
-    dest.mkdir()
-    for f in model_dir.iterdir():
-        if f.is_file():
-            (dest / f.name).write_bytes(f.read_bytes())
-    return dest
-
-
 def _constant(top_k: int, label: Label) -> ClaimAggregator:
     """An aggregator that always answers ``label`` (zero weights, one large intercept)."""
     n = len(feature_names(top_k))
@@ -167,7 +160,7 @@ def model_dir(trained) -> Path:
 def test_verifier_uses_the_aggregator_beside_the_model(
     model_dir: Path, tmp_path: Path, make_evidence
 ) -> None:
-    stacked = _copy_model(model_dir, tmp_path / "stacked")
+    stacked = Path(shutil.copytree(model_dir, tmp_path / "stacked"))
     _constant(2, R).save(stacked)
     cfg = dict(mode="per_sentence", top_k=2, max_length=64)
     learned = NLIVerifier(VerifierConfig(**cfg), str(stacked)).load()
@@ -192,7 +185,7 @@ def test_verifier_uses_the_aggregator_beside_the_model(
 def test_the_aggregator_reads_probabilities_without_the_nei_bias(
     model_dir: Path, tmp_path: Path, make_evidence
 ) -> None:
-    stacked = _copy_model(model_dir, tmp_path / "stacked")
+    stacked = Path(shutil.copytree(model_dir, tmp_path / "stacked"))
     x, y = _synthetic(90, 3)
     fit_aggregator(np.hstack([x, np.zeros((90, len(feature_names(2)) - x.shape[1]))]), y, top_k=2).save(
         stacked
@@ -210,7 +203,7 @@ def test_the_aggregator_reads_probabilities_without_the_nei_bias(
 def test_nei_from_the_aggregator_names_the_closest_sentence(
     model_dir: Path, tmp_path: Path, make_evidence
 ) -> None:
-    stacked = _copy_model(model_dir, tmp_path / "stacked")
+    stacked = Path(shutil.copytree(model_dir, tmp_path / "stacked"))
     _constant(2, N).save(stacked)
     verifier = NLIVerifier(VerifierConfig(mode="per_sentence", top_k=2, max_length=64), str(stacked)).load()
     evidence = [make_evidence("Hist", 0, "Oslo", N), make_evidence("Yes", 4, "Oslo", S)]
@@ -228,7 +221,7 @@ def test_aggregation_setting(model_dir: Path, tmp_path: Path) -> None:
         ValueError, match="'learned' but no claim-level aggregator at .*garag_aggregator.json"
     ):
         NLIVerifier(VerifierConfig(mode="per_sentence", aggregation="learned"), str(model_dir)).load()
-    stacked = _copy_model(model_dir, tmp_path / "stacked")
+    stacked = Path(shutil.copytree(model_dir, tmp_path / "stacked"))
     _constant(3, S).save(stacked)
     assert NLIVerifier(VerifierConfig(top_k=2), str(stacked)).load().aggregation == "rule"
     with pytest.raises(ValueError, match="fitted for top_k=3, verifier.top_k is 2"):
