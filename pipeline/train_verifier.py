@@ -40,7 +40,7 @@ from verifier.aggregate import aggregate_sentence_probs
 from verifier.base import TrainExample
 from verifier.calibration import calibrate_nei_bias
 from verifier.claim_aggregator import balanced_accuracy, claim_features, fit_aggregator, read_aggregator
-from verifier.inputs import build_premise, evidence_text
+from verifier.inputs import build_premise
 from verifier.labels import LABEL_ORDER
 from verifier.nli import NLIVerifier
 from verifier.train import PREMISE_FORMAT, resolve_base_model, train_verifier
@@ -206,12 +206,7 @@ def fit_claim_aggregator(config: Config, model_dir: str | Path, progress: bool =
     vcfg = copy.deepcopy(config.verifier)
     vcfg.mode, vcfg.aggregation, vcfg.nei_bias = "per_sentence", "rule", 0.0
     verifier = NLIVerifier(vcfg, str(model_dir)).load()
-    pairs = [(i, e) for i, (_, ev, _) in enumerate(instances) for e in ev]
-    flat = verifier.predict_pairs([evidence_text(e) for _, e in pairs], [instances[i][0] for i, _ in pairs])
-    rows: list[list] = [[] for _ in instances]
-    for (i, _), p in zip(pairs, flat, strict=True):
-        rows[i].append(p)
-    probs = [np.asarray(r, dtype=np.float64).reshape(-1, 3) for r in rows]
+    probs = verifier.score_sentences([claim for claim, _, _ in instances], [ev for _, ev, _ in instances])
     features = np.array(
         [claim_features(claim, ev, p, top_k) for (claim, ev, _), p in zip(instances, probs, strict=True)]
     )

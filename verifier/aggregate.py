@@ -57,9 +57,14 @@ class SentenceAggregate:
     @property
     def decisive(self) -> int:
         """The deciding sentence: the winner's best sentence; for NEI the closest one."""
-        if self.label is Label.SUPPORTS:
+        return self.sentence_for(self.label)
+
+    def sentence_for(self, label: Label) -> int:
+        """The sentence that speaks most for ``label``: the most entailing one for SUPPORTS, the
+        most contradicting one for REFUTES; for NEI the closer of the two."""
+        if label is Label.SUPPORTS:
             return self.best_support
-        if self.label is Label.REFUTES:
+        if label is Label.REFUTES:
             return self.best_refute
         return self.best_support if self.entailment >= self.contradiction else self.best_refute
 

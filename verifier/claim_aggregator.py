@@ -3,7 +3,7 @@
 The rule in :mod:`verifier.aggregate` (max entailment vs max contradiction)
 treats every read sentence alike: a sentence from an unrelated page that
 "contradicts" the claim counts as much as the claim's own page.  The
-aggregator instead reads a few claim-level features (:data:`FEATURE_NAMES`):
+aggregator instead reads a few claim-level features (:func:`feature_names`):
 the entailment and contradiction probability at each retrieval rank, their
 maxima and sums, and how much of the claim the read sentences and their page
 titles cover.  A multinomial logistic regression maps them to a verdict.
@@ -53,6 +53,7 @@ _STOPWORDS = frozenset(
     "as that this which who whom not no only also than then there their his her he she they them one".split()
 )
 _WORD = re.compile(r"[a-z0-9]+")
+_ARRAYS = ("mean", "scale", "weights", "prior_correction")
 
 
 def feature_names(top_k: int) -> list[str]:
@@ -201,7 +202,7 @@ class ClaimAggregator:
         }
 
     def save(self, model_dir: str | Path) -> Path:
-        path = Path(model_dir) / AGGREGATOR_FILE
+        path = aggregator_path(model_dir)
         write_json_atomic(path, self.to_json())
         return path
 
@@ -212,6 +213,9 @@ class ClaimAggregator:
             raise ValueError(
                 f"{source}: version {obj.get('version')!r}, this garag reads {AGGREGATOR_VERSION}"
             )
+        missing = [k for k in _ARRAYS + ("top_k",) if k not in obj]
+        if missing:
+            raise ValueError(f"{source}: missing {missing}")
         top_k = int(obj["top_k"])
         if obj.get("features") != feature_names(top_k) or obj.get("labels") != [
             lab.value for lab in LABEL_ORDER
@@ -233,6 +237,7 @@ class ClaimAggregator:
 
 
 def aggregator_path(model_dir: str | Path) -> Path:
+    """Where the aggregator of the model in ``model_dir`` is stored (whether or not it exists)."""
     return Path(model_dir) / AGGREGATOR_FILE
 
 

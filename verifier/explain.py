@@ -104,14 +104,13 @@ def explain_learned(
     """
     head = _head(label, proba[label])
     how = f"claim-level aggregator over {_sentences(len(evidence))}"
+    i = agg.sentence_for(label)
     if label is not Label.NOT_ENOUGH_INFO:
-        i = agg.best_support if label is Label.SUPPORTS else agg.best_refute
         return (
             f"{head}: {quote(evidence[i].text)} {cite(evidence[i].sentence)} {_VERB[label]} the claim "
             f"(p={agg.scores[label]:.2f} alone; {how})."
         )
     closest_label = Label.SUPPORTS if agg.entailment >= agg.contradiction else Label.REFUTES
-    i = agg.best_support if closest_label is Label.SUPPORTS else agg.best_refute
     return (
         f"{head}: no evidence sentence decides the claim ({how}); closest: "
         f"{cite(evidence[i].sentence)}, {_PROB_NAME[closest_label]} p={agg.scores[closest_label]:.2f}."

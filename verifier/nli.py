@@ -36,7 +36,7 @@ from garag.types import Evidence, Label, Verdict, unique_evidence
 from verifier.aggregate import aggregate_sentence_probs
 from verifier.base import MAX_PREDICTED_EVIDENCE
 from verifier.calibration import apply_nei_bias, read_calibration
-from verifier.claim_aggregator import AGGREGATOR_FILE, ClaimAggregator, claim_features, read_aggregator
+from verifier.claim_aggregator import ClaimAggregator, aggregator_path, claim_features, read_aggregator
 from verifier.explain import explain_aggregate, explain_concat, explain_learned, explain_no_evidence
 from verifier.inputs import build_premise, encode_pairs, evidence_text
 from verifier.labels import LABEL_ORDER, resolve_label_map, to_label_probs
@@ -170,7 +170,7 @@ class NLIVerifier:
         cfg = self.config
         if cfg.mode != "per_sentence" or cfg.aggregation == "rule":
             return None
-        where = local / AGGREGATOR_FILE if local is not None else f"{self.model_path} (not a local directory)"
+        where = aggregator_path(local) if local is not None else f"{self.model_path} (not a local directory)"
         agg = read_aggregator(local) if local is not None else None
         problem = ""
         if agg is None:
@@ -186,7 +186,7 @@ class NLIVerifier:
                 f"verifier.aggregation: 'learned' but {problem}; garag fits one beside the verifier it "
                 "trains (`garag train-verifier`); use 'rule' or 'auto' for other checkpoints"
             )
-        if local is not None and (local / AGGREGATOR_FILE).exists():
+        if local is not None and aggregator_path(local).exists():
             logger.warning("verifier: %s; using the max-entailment rule", problem)
         return None
 
@@ -226,6 +226,22 @@ class NLIVerifier:
                 out[idx] = to_label_probs(probs, self._index_to_label)
         self.pairs_scored += n
         return out
+
+    def score_sentences(
+        self, claims: Sequence[str], evidence: Sequence[Sequence[Evidence]]
+    ) -> list[np.ndarray]:
+        """Every sentence of ``evidence[i]`` scored alone against ``claims[i]``, in one batched pass.
+
+        Returns:
+            Per claim, ``(len(evidence[i]), 3)`` model probabilities in ``LABEL_ORDER``
+            (no NEI bias applied).
+        """
+        if len(claims) != len(evidence):
+            raise ValueError(f"{len(claims)} claims but {len(evidence)} evidence lists")
+        pairs = [(i, e) for i, ev in enumerate(evidence) for e in ev]
+        flat = self.predict_pairs([evidence_text(e) for _, e in pairs], [claims[i] for i, _ in pairs])
+        bounds = np.cumsum([0] + [len(ev) for ev in evidence])
+        return [flat[a:b] for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
 
     def verify(self, claim: str, evidence: Sequence[Evidence], *, sentence_probs: bool = False) -> Verdict:
         """The verdict for one claim given ranked evidence (best first).
@@ -273,13 +289,8 @@ class NLIVerifier:
         probs = apply_nei_bias(probs, self._nei_bias)
         single: dict[int, np.ndarray] = {}
         if sentence_probs and todo:
-            pairs = [(i, e) for i in todo for e in ranked[i][:top_k]]
-            flat = self.predict_pairs([evidence_text(e) for _, e in pairs], [claims[i] for i, _ in pairs])
-            flat = apply_nei_bias(flat, self._nei_bias)
-            start = 0
-            for i in todo:
-                k = len(ranked[i][:top_k])
-                single[i], start = flat[start : start + k], start + k
+            alone = self.score_sentences([claims[i] for i in todo], [ranked[i][:top_k] for i in todo])
+            single = {i: apply_nei_bias(p, self._nei_bias) for i, p in zip(todo, alone, strict=True)}
         verdicts: list[Verdict] = [_no_evidence_verdict() for _ in claims]
         for row, i in enumerate(todo):
             scores = {lab: float(p) for lab, p in zip(LABEL_ORDER, probs[row], strict=True)}
@@ -294,18 +305,14 @@ class NLIVerifier:
 
     def _verify_per_sentence(self, claims: Sequence[str], ranked: list[list[Evidence]]) -> list[Verdict]:
         top_k = self.config.top_k
-        pairs = [(i, e) for i, ev in enumerate(ranked) for e in ev[:top_k]]
-        raw = self.predict_pairs([evidence_text(e) for _, e in pairs], [claims[i] for i, _ in pairs])
-        flat = apply_nei_bias(raw, self._nei_bias)  # the aggregator was fitted on unbiased probabilities
+        raw = self.score_sentences(claims, [ev[:top_k] for ev in ranked])
         verdicts: list[Verdict] = []
-        start = 0
-        for claim, ev in zip(claims, ranked, strict=True):
+        for claim, ev, unbiased in zip(claims, ranked, raw, strict=True):
             read = ev[:top_k]
             if not read:
                 verdicts.append(_no_evidence_verdict())
                 continue
-            probs, unbiased = flat[start : start + len(read)], raw[start : start + len(read)]
-            start += len(read)
+            probs = apply_nei_bias(unbiased, self._nei_bias)  # the aggregator reads the unbiased ones
             agg = aggregate_sentence_probs(probs, self.config.min_confidence, self.config.nei_margin)
             label, scores = agg.label, dict(agg.scores)
             if self._aggregator is not None:
@@ -317,7 +324,7 @@ class NLIVerifier:
                 explanation = explain_aggregate(agg, read)
             ids = [e.sentence for e in ev]
             if label is not Label.NOT_ENOUGH_INFO:
-                first = ids[agg.best_support if label is Label.SUPPORTS else agg.best_refute]
+                first = ids[agg.sentence_for(label)]
                 ids = [first] + [s for s in ids if s != first]
             verdicts.append(
                 Verdict(

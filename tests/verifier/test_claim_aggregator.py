@@ -127,6 +127,8 @@ def test_save_and_read_round_trip(tmp_path: Path) -> None:
     obj["weights"] = obj["weights"][:-1]
     with pytest.raises(ValueError, match="array shapes"):
         ClaimAggregator.from_json(obj, "bad.json")
+    with pytest.raises(ValueError, match=r"bad.json: missing \['scale'\]"):
+        ClaimAggregator.from_json({k: v for k, v in obj.items() if k != "scale"}, "bad.json")
     obj["version"] = 0
     (tmp_path / AGGREGATOR_FILE).write_text(json.dumps(obj))
     assert read_aggregator(tmp_path) is None  # another version: refitted by ensure_verifier
