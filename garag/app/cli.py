@@ -1,0 +1,134 @@
+"""Command line: ``garag <command>`` (same as ``python run_pipeline.py <command>``).
+
+Parses arguments, loads the config, configures logging (only here) and turns
+every user error into one line on stderr with exit code 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Sequence
+
+from garag.app.commands import COMMANDS, config_overrides
+from garag.config import ConfigError, load_config
+from garag.errors import InputError
+
+logger = logging.getLogger("garag")
+
+
+def _add_common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--config", help="YAML config file (defaults apply to missing keys)")
+    p.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a config value, e.g. --set bm25.k1=1.2 (repeatable)",
+    )
+    p.add_argument("--dataset", help="shortcut for --set data.dataset=NAME (fever, hover, custom)")
+    p.add_argument("--no-progress", action="store_true", help="hide progress bars")
+    p.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+
+
+def _add_run(p: argparse.ArgumentParser) -> None:
+    _add_common(p)
+    p.add_argument("--out", help="run directory (default: <results_dir>/<dataset>-baseline[-oracle])")
+    p.add_argument(
+        "--oracle", action="store_true", help="give the verifier the gold evidence (retrieval oracle)"
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="garag", description="Graph-augmented RAG for fact verification.")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser(
+        "config", help="print the resolved config as YAML, each value with its source (file, --set, default)"
+    )
+    _add_common(p)
+
+    p = sub.add_parser("index", help="build (or reuse) the sentence store and every configured index")
+    _add_common(p)
+    p.add_argument("--force", action="store_true", help="rebuild even when the artifacts exist")
+
+    p = sub.add_parser("retrieve", help="retrieve evidence for one claim; prints JSON")
+    _add_common(p)
+    p.add_argument("claim", help="the claim text")
+    p.add_argument("-k", type=int, default=10, help="number of hits (default 10)")
+    p.add_argument(
+        "--retriever",
+        default="fused",
+        help="'fused' (default) or one configured retriever's name (bm25, dense, pages, graal)",
+    )
+
+    p = sub.add_parser(
+        "train-verifier", help="train garag's NLI verifier on FEVER train pairs (reused after)"
+    )
+    _add_common(p)
+    p.add_argument("--force", action="store_true", help="retrain even when a trained model exists")
+
+    p = sub.add_parser(
+        "predict", help="verify every claim of the dataset; writes predictions.jsonl (resumable)"
+    )
+    _add_run(p)
+
+    p = sub.add_parser(
+        "evaluate", help="predict (resuming) and score: accuracy, FEVER score, evidence P/R/F1"
+    )
+    _add_run(p)
+    p.add_argument("--predictions", help="only re-score this saved predictions.jsonl (runs no model)")
+    p.add_argument("--run", help="only re-score this compare run (id under results/ or a path; no model)")
+
+    p = sub.add_parser("compare", help="run configs on the same claims: metrics, significance, report")
+    p.add_argument("--configs", nargs="+", required=True, help="config files, baseline first")
+    p.add_argument("--claims", help="claims file used by every config (default: each config's data.claims)")
+    p.add_argument("--dataset", help="dataset for every config (fever, hover, custom)")
+    p.add_argument("--sample", type=int, help="draw N claims stratified by label")
+    p.add_argument("--seed", type=int, default=13, help="sampling and bootstrap seed (default 13)")
+    p.add_argument("--run-id", help="results sub-directory (default: from dataset, configs, sample, seed)")
+    p.add_argument("--batch-size", type=int, default=32, help="claims per pipeline batch (default 32)")
+    p.add_argument("--no-faithfulness", action="store_true", help="skip the NLI check of explanations")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                   help="override a value in every config (repeatable)")  # fmt: skip
+    p.add_argument("--no-progress", action="store_true", help="hide progress bars")
+    p.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    p.set_defaults(config=None)
+
+    p = sub.add_parser("evaluate-retrieval", help="recall@k and hit rate of each retriever and of the fusion")
+    _add_common(p)
+    p.add_argument("--out", help="output directory (default: <results_dir>/retrieval/<dataset>)")
+
+    p = sub.add_parser("subgraph", help="write one claim's GRAAL subgraph (vertices, edges, frames) as JSON")
+    _add_common(p)
+    p.add_argument("claim", help="the claim text")
+    p.add_argument("--out", help="output JSON file (default: print to stdout)")
+    p.add_argument("--max-edges", type=int, default=500, help="at most this many edges (default 500)")
+
+    p = sub.add_parser(
+        "llm-model", help="assemble (once) and verify the local GGUF of llm.model; prints its path and sha256"
+    )
+    _add_common(p)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI; returns the process exit code."""
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.INFO,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    try:
+        config = load_config(args.config, config_overrides(args))
+        return COMMANDS[args.command](args, config)
+    except (ConfigError, InputError, ValueError, FileNotFoundError) as e:
+        print(f"garag: error: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
