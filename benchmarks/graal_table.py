@@ -18,7 +18,6 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import logging
 import time
@@ -103,7 +102,7 @@ def run(dataset: str, limit: int) -> dict:
     per_mode: dict[str, list[set]] = {}
     seconds: dict[str, dict[str, float]] = {}
     for label, overrides in MODES.items():
-        graal.config = dataclasses.replace(base, **overrides)
+        graal.config = base.replace(**overrides)
         got, sec = [], {"graph": 0.0, "rank": 0.0}
         for text, ms in zip(texts, linked, strict=True):
             res = graal.search(text, ms)

@@ -20,7 +20,6 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import itertools
 import time
 from pathlib import Path
@@ -83,11 +82,11 @@ def main() -> None:
     settings: dict[str, PropagationConfig | None] = {"fused order (no re-ranking)": None}
     base = PropagationConfig()
     for a, b, lam in itertools.product(ALPHAS, BETAS, LAMBDAS):
-        settings[f"garag a={a} b={b} l={lam}"] = dataclasses.replace(
-            base, alpha=a, beta=b, lambda1=lam[0], lambda2=lam[1], lambda3=lam[2]
+        settings[f"garag a={a} b={b} l={lam}"] = base.replace(
+            alpha=a, beta=b, lambda1=lam[0], lambda2=lam[1], lambda3=lam[2]
         )
     for b in (0.2, 2.0):
-        settings[f"ppr a=0.8 b={b}"] = dataclasses.replace(base, method="ppr", beta=b)
+        settings[f"ppr a=0.8 b={b}"] = base.replace(method="ppr", beta=b)
     table: dict[str, dict[str, float]] = {name: {} for name in settings}
     counts = {}
     for dataset, sample in (("hover", 0), ("fever", args.fever_sample)):

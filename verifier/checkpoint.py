@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import os
 import shutil
@@ -102,7 +101,7 @@ def run_settings(
 ) -> dict:
     """Everything that must match for a run to be resumed (or its result reused)."""
     return {
-        "train": dataclasses.asdict(config),
+        "train": config.model_dump(),
         "base_model": base_model,
         "model_overrides": overrides or {},
         "premise_format": PREMISE_FORMAT,

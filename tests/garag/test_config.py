@@ -1,10 +1,22 @@
 from __future__ import annotations
 
+import json
+import re
+import typing
 from pathlib import Path
 
 import pytest
 
-from garag.config import ConfigError, load_config
+from garag.config import (
+    Config,
+    ConfigError,
+    VerifierConfig,
+    bounds_of,
+    describe_range,
+    load_config,
+    load_config_with_sources,
+    render_config,
+)
 
 
 def test_defaults_and_overrides():
@@ -48,3 +60,148 @@ def test_yaml_file(tmp_path: Path):
 def test_repo_configs_load():
     for f in sorted((Path(__file__).resolve().parents[2] / "configs").glob("*.yaml")):
         load_config(f)
+
+
+# ---- the schema: every numeric setting has a declared range, enforced with a message naming key and range
+
+
+def _numeric_fields() -> list[tuple[str, str, type]]:
+    """(section, key, int or float) for every scalar numeric field of the schema."""
+    out = []
+    for section, info in Config.model_fields.items():
+        model = info.annotation
+        for key, field in model.model_fields.items():
+            kinds = {a for a in (field.annotation, *typing.get_args(field.annotation)) if a in (int, float)}
+            if kinds:
+                out.append((section, key, kinds.pop()))
+    return out
+
+
+NUMERIC = _numeric_fields()
+
+
+def _just_below(low: float, inclusive: bool, kind: type) -> float:
+    if kind is int:
+        return int(low) - 1 if inclusive else int(low)
+    return low - 1e-9 * max(1.0, abs(low)) if inclusive else low
+
+
+def test_the_schema_has_numeric_fields_in_every_numeric_section() -> None:
+    assert len(NUMERIC) > 80
+    assert {s for s, _, _ in NUMERIC} >= {"bm25", "dense", "fusion", "retrieval", "verifier", "train", "llm"}
+
+
+@pytest.mark.parametrize(("section", "key", "kind"), NUMERIC, ids=[f"{s}.{k}" for s, k, _ in NUMERIC])
+def test_every_numeric_setting_refuses_a_value_just_below_its_minimum(section: str, key: str, kind: type):
+    model = Config.model_fields[section].annotation
+    low, inclusive, high, high_inclusive = bounds_of(model, key)
+    assert low is not None, f"{section}.{key} declares no minimum"
+    default = getattr(model(), key)
+    if default is not None:  # the default itself is in range
+        assert default >= low if inclusive else default > low
+        assert high is None or (default <= high if high_inclusive else default < high)
+    bad = _just_below(low, inclusive, kind)
+    with pytest.raises(ConfigError) as err:
+        load_config(overrides=[f"{section}.{key}={bad!r}"])
+    message = str(err.value)
+    assert "\n" not in message
+    assert message.startswith(f"{section}.{key}: {describe_range(model, key)}, got ")
+    # the bound itself is accepted when it is inclusive
+    if inclusive:
+        assert getattr(getattr(load_config(overrides=[f"{section}.{key}={low!r}"]), section), key) == low
+    if high is not None:
+        above = int(high) + 1 if kind is int else high + 1e-9 * max(1.0, abs(high))
+        with pytest.raises(ConfigError, match=rf"^{section}\.{key}: must be in "):
+            load_config(overrides=[f"{section}.{key}={above!r}"])
+
+
+@pytest.mark.parametrize("value", [".inf", "-.inf", ".nan"])
+def test_non_finite_numbers_are_refused(value: str) -> None:
+    with pytest.raises(ConfigError, match=r"^fusion\.rrf_k: must be a finite number, got"):
+        load_config(overrides=[f"fusion.rrf_k={value}"])
+    with pytest.raises(ConfigError, match=r"^fusion\.weights\.bm25: must be a finite number"):
+        load_config(overrides=[f"fusion.weights.bm25={value}"])
+
+
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        ("retrieval.k=0", "retrieval.k: must be >= 1, got 0"),
+        ("retrieval.k=-1", "retrieval.k: must be >= 1, got -1"),
+        ("fusion.rrf_k=0", "fusion.rrf_k: must be > 0, got 0"),
+        ("fusion.weights.dense=-1", "fusion.weights.dense: must be >= 0, got -1"),
+        ("eval.ks=[5, 0]", "eval.ks.1: must be >= 1, got 0"),
+        ("eval.ks=[]", "eval.ks: needs at least 1 item, got []"),
+        ("retrieval.k=2.5", "retrieval.k: expected an integer, got 2.5"),
+        ("retrieval.k='3'", "retrieval.k: expected an integer, got '3'"),
+        ("bm25.k1=true", "bm25.k1: expected a number, got True"),
+        ("data.skip_bad_lines=3", "data.skip_bad_lines: expected true/false, got 3"),
+        ("pipeline.mode=graf", "pipeline.mode: must be one of 'baseline' or 'graph', got 'graf'"),
+        ("verifier.label_map={x: SUPPORT}", "verifier.label_map: 'x' maps to 'SUPPORT'; a FEVER label"),
+        ("llm.model=' '", "llm.model: must not be empty, got ' '"),
+        ("bm25=3", "bm25: expected a mapping, got 3"),
+        ("bm25.k1=[1", "--set 'bm25.k1=[1': the value is not valid YAML"),
+        ("bm25..k1=1", "--set 'bm25..k1=1': empty key"),
+    ],
+)
+def test_bad_values_get_one_line_naming_key_and_expectation(override: str, message: str) -> None:
+    with pytest.raises(ConfigError) as err:
+        load_config(overrides=[override])
+    assert str(err.value).startswith(message) and "\n" not in str(err.value)
+
+
+def test_sections_validate_on_construction_and_assignment() -> None:
+    with pytest.raises(ConfigError, match=r"^verifier\.top_k: must be in \[1, 50\], got 0$"):
+        VerifierConfig(top_k=0)
+    config = load_config()
+    config.retrieval.retrievers = [*config.retrieval.retrievers, "graal"]
+    assert config.retrieval.retrievers[-1] == "graal"
+    with pytest.raises(ConfigError, match=r"^retrieval\.k: must be >= 1, got 0$"):
+        config.retrieval.k = 0
+    assert config.retrieval.k == 100
+    assert config.propagation.replace(beta=2.0).beta == 2.0
+    with pytest.raises(ConfigError, match=r"^propagation\.damping: must be in \(0, 1\), got 1"):
+        config.propagation.replace(damping=1)
+
+
+def test_bad_yaml_file_is_one_line_naming_file_and_line(tmp_path: Path) -> None:
+    f = tmp_path / "c.yaml"
+    f.write_text("bm25:\n  k1: 1.2\n  b: [0.5\n")
+    with pytest.raises(ConfigError, match=rf"^{re.escape(str(f))}:\d+: not valid YAML"):
+        load_config(f)
+    f.write_bytes(b"bm25:\n  stemmer: \xff\n")
+    with pytest.raises(ConfigError, match="not UTF-8"):
+        load_config(f)
+    f.write_text("- 1\n- 2\n")
+    with pytest.raises(ConfigError, match="the top level must be a mapping"):
+        load_config(f)
+
+
+def test_artifact_settings_keep_their_plain_values() -> None:
+    # Artifact directories are named by a hash of these dicts: an int given for a float
+    # setting must still hash as the float it was before the schema moved to pydantic.
+    c = load_config(overrides=["fusion.weights.graal=3", "bm25.k1=2"])
+    assert c.fusion.model_dump()["weights"]["graal"] == 3.0 and isinstance(c.bm25.k1, float)
+    assert json.dumps(c.train.model_dump(), sort_keys=True) == json.dumps(
+        {
+            "base_model": "minilm", "train_pairs": "", "corpus": "", "epochs": 3, "learning_rate": 1e-4,
+            "weight_decay": 0.01, "warmup_ratio": 0.1, "batch_size": 32, "max_length": 96,
+            "val_fraction": 0.1, "patience": 4, "eval_every": 200, "nei_per_claim": 1.0,
+            "hard_negative_share": 0.7, "distractors": 0, "nei_sentences": 1, "max_claims": 0, "seed": 13,
+        },
+        sort_keys=True,
+    )  # fmt: skip
+
+
+def test_render_config_loads_back_and_names_sources(tmp_path: Path) -> None:
+    f = tmp_path / "c.yaml"
+    f.write_text("fusion:\n  weights: {graal: 3}\nretrieval:\n  retrievers: [bm25, graal]\n")
+    config, sources = load_config_with_sources(f, ["bm25.k1=1.2", "data.dataset=hover"])
+    text = render_config(config, sources)
+    assert "  k1: 1.2  # --set bm25.k1=1.2\n" in text
+    assert "  dataset: hover  # --set data.dataset=hover\n" in text
+    assert f"  weights: {{graal: 3.0}}  # {f}\n" in text
+    assert "  b: 0.75  # default\n" in text
+    back = tmp_path / "back.yaml"
+    back.write_text(text)
+    assert load_config(back) == config

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from pathlib import Path
 
@@ -192,9 +191,9 @@ def test_bad_input_is_rejected(shared_ctx: IndexContext, encoder: SentenceEncode
 
 @pytest.mark.skipif(faiss.get_num_gpus() > 0, reason="needs a machine without a FAISS GPU")
 def test_use_gpu_yes_without_gpu_is_a_clear_error(shared_ctx: IndexContext, encoder: SentenceEncoder):
-    config = dataclasses.replace(DenseConfig(), use_gpu="yes")
+    config = DenseConfig().replace(use_gpu="yes")
     with pytest.raises(ValueError, match="use_gpu=yes"):
         FaissDenseRetriever(config, shared_ctx, encoder=encoder).build()
-    auto = FaissDenseRetriever(dataclasses.replace(config, use_gpu="auto"), shared_ctx, encoder=encoder)
+    auto = FaissDenseRetriever(config.replace(use_gpu="auto"), shared_ctx, encoder=encoder)
     auto.build()
     assert auto.retrieve(QUERIES[0], 1)

