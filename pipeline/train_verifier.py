@@ -85,15 +85,15 @@ def verifier_artifact_dir(config: Config) -> Path:
     corpus = fever(corpus=fever_cfg.data.corpus or None).corpus_path
     cache = Path(config.paths.cache_dir)
     settings = {
-        "train": config.train.__dict__,
+        "train": config.train.model_dump(),
         "top_k": config.verifier.top_k,
         "premise_format": PREMISE_FORMAT,
         "retrieval": {
             "retrievers": fever_cfg.retrieval.retrievers,
-            "fusion": fever_cfg.fusion.__dict__,
-            "bm25": config.bm25.__dict__,
-            "dense": config.dense.__dict__,
-            "pages": config.pages.__dict__,
+            "fusion": fever_cfg.fusion.model_dump(),
+            "bm25": config.bm25.model_dump(),
+            "dense": config.dense.model_dump(),
+            "pages": config.pages.model_dump(),
         },
         "train_pairs_sha256": file_sha256(_train_pairs_path(config)),
         "eval_claims_sha256": file_sha256(_eval_claims_path(config)),
@@ -240,13 +240,15 @@ def train_from_fever(config: Config, out_dir: Path, progress: bool = True) -> di
     logger.info("verifier data: %s", stats)
     base = resolve_base_model(config.train.base_model)
     result = train_verifier(train_ex, val_ex, config.train, base, out_dir, progress=progress)
-    calibration = calibrate_nei_bias(result.model_dir, config.verifier, val_ex)
+    scorer_config = config.verifier.model_copy(update={"model": str(result.model_dir), "nei_bias": 0.0})
+    scorer = NLIVerifier(scorer_config, str(result.model_dir)).load()
+    calibration = calibrate_nei_bias(result.model_dir, val_ex, scorer.predict_pairs, scorer_config.top_k)
     aggregator = fit_claim_aggregator(config, result.model_dir, progress)
     meta = {
         "kind": "verifier",
         "base_model": config.train.base_model,
         "base_model_path": base,
-        "train_config": config.train.__dict__,
+        "train_config": config.train.model_dump(),
         "top_k": config.verifier.top_k,
         "premise_format": PREMISE_FORMAT,
         "data": {**stats, "train_sha256": _digest(train_ex), "val_sha256": _digest(val_ex)},

@@ -11,19 +11,21 @@ unless ``verifier.nei_bias`` overrides it.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
 
 from garag.artifacts import write_json_atomic
-from garag.config import VerifierConfig
 from garag.types import Label
 from verifier.base import TrainExample
+from verifier.inputs import build_premise
 from verifier.labels import LABEL_ORDER
 
 CALIBRATION_FILE = "garag_calibration.json"
 _GRID = np.round(np.arange(-3.0, 3.01, 0.1), 2)
+
+PairScorer = Callable[[list[str], list[str]], np.ndarray]
 
 
 def apply_nei_bias(probs: np.ndarray, bias: float) -> np.ndarray:
@@ -60,15 +62,20 @@ def best_nei_bias(
     return best[0], best[1], base
 
 
-def calibrate_nei_bias(model_dir: Path, config: VerifierConfig, val: Sequence[TrainExample]) -> dict:
-    """Score the validation examples with the trained model, pick the NEI bias, store it beside the model."""
-    from verifier.inputs import build_premise
-    from verifier.nli import NLIVerifier
+def calibrate_nei_bias(
+    model_dir: Path, val: Sequence[TrainExample], predict_pairs: PairScorer, top_k: int
+) -> dict:
+    """Score the validation examples, pick the NEI bias, store it beside the model.
 
-    cfg = VerifierConfig(**{**config.__dict__, "model": str(model_dir), "nei_bias": 0.0})
-    verifier = NLIVerifier(cfg, str(model_dir)).load()
-    premises = [build_premise(ex.evidence, cfg.top_k) for ex in val]
-    probs = verifier.predict_pairs(premises, [ex.claim for ex in val])
+    Args:
+        model_dir: the trained model's directory; ``garag_calibration.json`` is written there.
+        val: held-out examples with gold labels.
+        predict_pairs: ``(premises, claims) -> (n, 3)`` probabilities in ``LABEL_ORDER`` with no
+            NEI bias applied (e.g. ``NLIVerifier.predict_pairs`` of the model loaded with bias 0).
+        top_k: evidence sentences per premise, as the verifier builds them.
+    """
+    premises = [build_premise(ex.evidence, top_k) for ex in val]
+    probs = predict_pairs(premises, [ex.claim for ex in val])
     gold = np.array([LABEL_ORDER.index(ex.label) for ex in val])
     bias, acc, base = best_nei_bias(probs, gold)
     result = {
