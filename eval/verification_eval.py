@@ -22,7 +22,7 @@ from eval.fever_score import FeverPrediction, confusion_matrix, macro_f1, per_cl
 from eval.retrieval_metrics import retrieval_breakdown
 from garag.artifacts import settings_hash, write_json_atomic, write_text_atomic
 from garag.config import Config
-from garag.datasets import Dataset
+from garag.datasets import Dataset, get_dataset
 from garag.errors import ErrorPolicy, InputError
 from garag.jsonl import ResumableJsonl
 from garag.types import Claim, SentenceId
@@ -278,3 +278,33 @@ def records_from_file(path: Path) -> list[dict]:
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no predictions file")
     return ResumableJsonl(path).records
+
+
+@dataclass(frozen=True)
+class EvaluationOutcome:
+    """What ``evaluate`` did: the metrics table, where it was written, claims skipped while predicting."""
+
+    table: str
+    out_dir: Path
+    skipped: int
+
+
+def evaluate(
+    config: Config, out: Path, predictions: Path | None = None, oracle: bool = False, progress: bool = True
+) -> EvaluationOutcome:
+    """Predict into ``out`` (resuming) and score, or only score a saved ``predictions`` file.
+
+    Metrics go to ``metrics.json`` / ``metrics.md`` beside the predictions.
+    """
+    dataset = get_dataset(
+        config.data.dataset, config.data.claims, config.data.corpus, config.data.claim_format
+    )
+    skipped = 0
+    if predictions is not None:
+        path, out = predictions, predictions.parent
+    else:
+        outcome = run_predictions(config, out, oracle=oracle, progress=progress)
+        path, skipped = outcome.predictions, outcome.skipped
+    metrics = score_records(dataset, records_from_file(path), config.eval.ks)
+    table = write_metrics(out, "oracle evidence" if oracle else "open retrieval", metrics)
+    return EvaluationOutcome(table, out, skipped)

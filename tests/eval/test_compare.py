@@ -21,7 +21,7 @@ from eval.compare import (
 from eval.compare_metrics import label_correct, strict_correct
 from eval.figures import evidence_graph
 from eval.significance import mcnemar
-from garag.cli import main
+from garag.app.cli import main
 from garag.config import load_config
 from garag.types import Claim, Label
 from pipeline.verification import VerificationPipeline

@@ -1,0 +1,204 @@
+"""The commands behind ``garag <command>``: each parses nothing and calls one stage entry point.
+
+This is the application layer: it may import every package below it (eval,
+pipeline, verifier, retrievers, garag's core) and nothing imports it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from garag.config import Config, load_config_with_sources, render_config
+
+
+def config_overrides(args: argparse.Namespace) -> list[str]:
+    """The ``--set`` overrides of a command, with ``--dataset NAME`` as the first of them."""
+    overrides = list(args.overrides)
+    if getattr(args, "dataset", None):
+        overrides.insert(0, f"data.dataset={args.dataset}")
+    return overrides
+
+
+def cmd_config(args: argparse.Namespace, config: Config) -> int:
+    _, sources = load_config_with_sources(args.config, config_overrides(args))
+    print(render_config(config, sources), end="")
+    return 0
+
+
+def cmd_index(args: argparse.Namespace, config: Config) -> int:
+    from pipeline.retrieval import RetrievalPipeline
+
+    pipe = RetrievalPipeline(config, progress=not args.no_progress)
+    artifacts = pipe.build(force=args.force)
+    print(json.dumps({name: str(path) for name, path in artifacts.items()}, indent=2))
+    return 0
+
+
+def cmd_retrieve(args: argparse.Namespace, config: Config) -> int:
+    from pipeline.retrieval_report import retrieval_report
+
+    out = retrieval_report(config, args.claim, args.k, args.retriever, progress=not args.no_progress)
+    print(json.dumps(out, indent=2, ensure_ascii=False))
+    return 0
+
+
+def cmd_subgraph(args: argparse.Namespace, config: Config) -> int:
+    from garag.artifacts import write_json_atomic
+    from pipeline.retrieval import RetrievalPipeline
+
+    if not args.claim.strip():
+        raise ValueError("the claim is empty")
+    if "graal" not in config.retrieval.retrievers:
+        config.retrieval.retrievers = [*config.retrieval.retrievers, "graal"]
+    pipe = RetrievalPipeline(config, progress=not args.no_progress)
+    pipe.build()
+    sub = pipe.retrievers["graal"].subgraph(args.claim, max_edges=args.max_edges)  # type: ignore[attr-defined]
+    if args.out:
+        write_json_atomic(args.out, sub)
+        print(f"written: {args.out}")
+    else:
+        print(json.dumps(sub, indent=2, ensure_ascii=False))
+    return 0
+
+
+def cmd_evaluate_retrieval(args: argparse.Namespace, config: Config) -> int:
+    from eval.retrieval_eval import evaluate_retrieval
+
+    report = evaluate_retrieval(config, out_dir=args.out, progress=not args.no_progress)
+    print(report.table_markdown)
+    print(f"\nwritten: {report.out_dir}")
+    return 0
+
+
+def _run_dir(args: argparse.Namespace, config: Config) -> Path:
+    if args.out:
+        return Path(args.out)
+    name = f"{config.data.dataset}-baseline" + ("-oracle" if args.oracle else "")
+    return Path(config.paths.results_dir) / name
+
+
+def cmd_train_verifier(args: argparse.Namespace, config: Config) -> int:
+    from garag.artifacts import read_meta
+    from pipeline.train_verifier import ensure_verifier, verifier_artifact_dir
+
+    if config.verifier.model:
+        raise ValueError("verifier.model is set: garag trains its own verifier only when it is empty")
+    from verifier.claim_aggregator import read_aggregator
+
+    model = ensure_verifier(config, progress=not args.no_progress, force=args.force)
+    meta = read_meta(verifier_artifact_dir(config)) or {}
+    aggregator = read_aggregator(model)
+    print(
+        json.dumps(
+            {
+                "model": model,
+                "best_val": meta.get("best_val"),
+                "calibration": meta.get("calibration"),
+                "claim_aggregator": aggregator.info if aggregator is not None else None,
+                "train_seconds": meta.get("train_seconds"),
+                "data": meta.get("data"),
+            },
+            indent=2,
+        )
+    )
+    return 0
+
+
+def cmd_predict(args: argparse.Namespace, config: Config) -> int:
+    from eval.verification_eval import run_predictions
+
+    out = _run_dir(args, config)
+    outcome = run_predictions(config, out, oracle=args.oracle, progress=not args.no_progress)
+    print(
+        json.dumps(
+            {
+                "predictions": str(outcome.predictions),
+                "written": outcome.written,
+                "resumed": outcome.resumed,
+                "skipped": outcome.skipped,
+                "claims_per_second": round(outcome.claims_per_second, 2),
+            },
+            indent=2,
+        )
+    )
+    return 0
+
+
+def cmd_compare(args: argparse.Namespace, config: Config) -> int:
+    from eval.compare import compare
+    from eval.report import headline_table, significance_table
+
+    outcome = compare(
+        args.configs,
+        claims_file=args.claims,
+        dataset=args.dataset,
+        sample=args.sample,
+        seed=args.seed,
+        run_id=args.run_id,
+        results_dir=config.paths.results_dir,
+        overrides=args.overrides,
+        progress=not args.no_progress,
+        batch_size=args.batch_size,
+        faithfulness=not args.no_faithfulness,
+    )
+    print(headline_table(outcome.metrics))
+    print(significance_table(outcome.metrics))
+    print(json.dumps({"written": outcome.written, "resumed": outcome.resumed}))
+    print(f"report: {outcome.run_dir / 'report.md'}")
+    return 0
+
+
+def cmd_rescore(args: argparse.Namespace, config: Config) -> int:
+    from eval.compare import rescore, resolve_run_dir
+    from eval.report import headline_table, significance_table
+
+    run_dir = resolve_run_dir(args.run, config.paths.results_dir)
+    metrics = rescore(run_dir)
+    print(headline_table(metrics))
+    print(significance_table(metrics))
+    print(f"report: {run_dir / 'report.md'}")
+    return 0
+
+
+def cmd_evaluate(args: argparse.Namespace, config: Config) -> int:
+    if args.run:
+        return cmd_rescore(args, config)
+    from eval.verification_eval import evaluate
+
+    predictions = Path(args.predictions) if args.predictions else None
+    outcome = evaluate(
+        config, _run_dir(args, config), predictions, oracle=args.oracle, progress=not args.no_progress
+    )
+    if outcome.skipped:
+        print(f"skipped: {outcome.skipped}", file=sys.stderr)
+    print(outcome.table)
+    print(f"written: {outcome.out_dir}")
+    return 0
+
+
+def cmd_llm_model(args: argparse.Namespace, config: Config) -> int:
+    from garag.llm.models import resolve_model_file
+
+    if config.llm.backend != "llama_cpp":
+        raise ValueError(f"llm-model needs llm.backend=llama_cpp (configured: {config.llm.backend!r})")
+    mf = resolve_model_file(config.llm.model, config.paths.cache_dir)
+    out = {"model": mf.name, "path": str(mf.path), "sha256": mf.sha256, "bytes": mf.size}
+    print(json.dumps(out, indent=2))
+    return 0
+
+
+COMMANDS = {
+    "config": cmd_config,
+    "llm-model": cmd_llm_model,
+    "index": cmd_index,
+    "retrieve": cmd_retrieve,
+    "subgraph": cmd_subgraph,
+    "evaluate-retrieval": cmd_evaluate_retrieval,
+    "train-verifier": cmd_train_verifier,
+    "predict": cmd_predict,
+    "evaluate": cmd_evaluate,
+    "compare": cmd_compare,
+}
