@@ -7,24 +7,28 @@ score).  Two tests of the difference:
 * **McNemar's test** uses only the discordant claims: ``b`` = right for A and
   wrong for B, ``c`` = wrong for A and right for B.  Under H0 (equal accuracy)
   ``b ~ Binomial(b + c, 1/2)``.  When ``b + c < exact_below`` (default 25, the
-  usual rule of thumb) the two-sided **exact binomial** p-value is used:
-  ``p = min(1, 2 * sum_{i <= min(b, c)} C(n, i) / 2^n)``.  Otherwise the
+  usual rule of thumb) the two-sided **exact binomial** p-value is used
+  (``scipy.stats.binomtest``; for p = 1/2 it is
+  ``min(1, 2 * sum_{i <= min(b, c)} C(n, i) / 2^n)``).  Otherwise the
   **chi-square statistic with Edwards' continuity correction**,
-  ``(|b - c| - 1)^2 / (b + c)`` with one degree of freedom, whose survival
-  function is ``erfc(sqrt(x / 2))``.  ``b + c == 0`` gives p = 1.
+  ``(|b - c| - 1)^2 / (b + c)``, against the chi-square distribution with one
+  degree of freedom (``scipy.stats.chi2.sf``).  ``b + c == 0`` gives p = 1.
 * **Paired bootstrap**: claims are resampled with replacement (the same
   indices for both systems, so the pairing is kept) and the difference of
   means ``mean(B) - mean(A)`` is recomputed; the interval is the percentile
-  interval of those differences.  Seeded, so a run is reproducible.
+  interval of those differences.  Seeded, so a run is reproducible.  This
+  stays a few lines of numpy rather than ``scipy.stats.bootstrap``: reports
+  also need the one-sided share of resamples <= 0, the resampling is chunked
+  to bound memory, and earlier reports' intervals stay reproducible.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from scipy import stats
 
 EXACT_BELOW = 25
 
@@ -101,24 +105,6 @@ def _pair(a: Sequence, b: Sequence) -> tuple[np.ndarray, np.ndarray]:
     return x, y
 
 
-def binomial_two_sided_p(k: int, n: int) -> float:
-    """Exact two-sided p-value of ``k`` successes in ``n`` fair coin flips (doubled smaller tail)."""
-    if n < 0 or k < 0 or k > n:
-        raise ValueError(f"need 0 <= k <= n, got k={k}, n={n}")
-    if n == 0:
-        return 1.0
-    low = min(k, n - k)
-    tail = sum(math.comb(n, i) for i in range(low + 1)) / 2**n
-    return min(1.0, 2.0 * tail)
-
-
-def chi2_sf_1df(x: float) -> float:
-    """Survival function of the chi-square distribution with one degree of freedom."""
-    if x < 0:
-        raise ValueError(f"chi-square statistic must be >= 0, got {x}")
-    return math.erfc(math.sqrt(x / 2.0))
-
-
 def mcnemar(
     correct_a: Sequence[bool | int], correct_b: Sequence[bool | int], exact_below: int = EXACT_BELOW
 ) -> McNemarResult:
@@ -135,8 +121,9 @@ def mcnemar(
         return McNemarResult(b, c, 0.0, 1.0, "none")
     statistic = (abs(b - c) - 1) ** 2 / n if abs(b - c) >= 1 else 0.0
     if n < exact_below:
-        return McNemarResult(b, c, statistic, binomial_two_sided_p(b, n), "exact")
-    return McNemarResult(b, c, statistic, chi2_sf_1df(statistic), "chi2-cc")
+        p_value = float(stats.binomtest(b, n, 0.5, alternative="two-sided").pvalue)
+        return McNemarResult(b, c, statistic, min(1.0, p_value), "exact")
+    return McNemarResult(b, c, statistic, float(stats.chi2.sf(statistic, df=1)), "chi2-cc")
 
 
 def paired_bootstrap(

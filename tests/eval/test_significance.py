@@ -7,9 +7,7 @@ import math
 import pytest
 
 from eval.significance import (
-    binomial_two_sided_p,
     bootstrap_mean_ci,
-    chi2_sf_1df,
     mcnemar,
     paired_bootstrap,
     paired_comparison,
@@ -58,11 +56,16 @@ def test_symmetric_and_degenerate_cases():
     assert mcnemar(*_pairs(5, 1)).p_value == mcnemar(*_pairs(1, 5)).p_value
 
 
-def test_helpers_match_closed_forms():
-    assert binomial_two_sided_p(0, 1) == 1.0  # 2 * 1/2
-    assert binomial_two_sided_p(0, 5) == pytest.approx(2 / 32)
-    assert chi2_sf_1df(3.841458820694124) == pytest.approx(0.05)  # the familiar 5% critical value
-    assert chi2_sf_1df(0.0) == 1.0
+def test_tails_match_closed_forms():
+    # b = 0, c = 1: exact, 2 * 1/2 = 1.  b = 0, c = 5: exact, 2 * C(5,0) / 2^5 = 2/32.
+    assert mcnemar(*_pairs(0, 1)).p_value == 1.0
+    assert mcnemar(*_pairs(0, 5)).p_value == pytest.approx(2 / 32)
+    # b = 0, c = 26 (n = 26 >= 25): chi2 = 25^2 / 26 = 24.038; sf = erfc(sqrt(x / 2)) for one dof.
+    r = mcnemar(*_pairs(0, 26))
+    assert r.method == "chi2-cc"
+    assert r.p_value == pytest.approx(math.erfc(math.sqrt(625 / 26 / 2)), rel=1e-9)
+    # exact_below moves the switch: the same counts by the exact binomial, 2 / 2^26.
+    assert mcnemar(*_pairs(0, 26), exact_below=30).p_value == pytest.approx(2 / 2**26)
 
 
 def test_bad_input_is_rejected():
