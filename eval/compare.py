@@ -38,6 +38,7 @@ from garag.config import Config, load_config
 from garag.datasets import Dataset, get_dataset
 from garag.errors import ErrorPolicy
 from garag.jsonl import ResumableJsonl
+from garag.runs import output_dir, run_lock, set_aside
 from garag.types import Claim, Evidence
 
 logger = logging.getLogger(__name__)
@@ -134,17 +135,54 @@ def _config_hash(config: Config) -> str:
     return settings_hash(config.to_dict() | {"eval": None, "paths": None})
 
 
-def _check_identity(run_dir: Path, identity: dict) -> None:
+def _changed(previous: dict, identity: dict, prefix: str = "") -> tuple[list[str], list[str]]:
+    """Keys whose values differ, and keys the earlier run did not record (nested one level)."""
+    changed, unknown = [], []
+    for key, value in identity.items():
+        if key not in previous:
+            unknown.append(prefix + key)
+        elif isinstance(value, dict) and isinstance(previous[key], dict):
+            c, u = _changed(previous[key], value, f"{prefix}{key}.")
+            changed += c
+            unknown += u
+        elif previous[key] != value:
+            changed.append(prefix + key)
+    return changed, unknown
+
+
+def _check_identity(run_dir: Path, identity: dict, force_new: bool = False) -> None:
     path = run_dir / "run.json"
     if path.is_file():
         previous = json.loads(path.read_text(encoding="utf-8"))
-        changed = sorted(k for k in identity if previous.get(k) != identity[k])
-        if changed:
-            raise ValueError(
-                f"{run_dir}: holds a run with other settings ({', '.join(changed)} differ); "
-                "use another --run-id or delete that directory"
+        changed, unknown = _changed(previous, identity)
+        if unknown:  # written by an older garag: what it did not record cannot be checked
+            logger.warning(
+                "%s: run.json does not record %s; resuming without checking them", run_dir, unknown
             )
+        if changed and not force_new:
+            raise ValueError(
+                f"{run_dir}: holds a run with other settings or inputs ({', '.join(changed)} differ); "
+                "use --force-new to set its predictions aside and start again, or another --run-id"
+            )
+        if changed:
+            moved = set_aside([run_dir / "predictions", path, run_dir / "env.json"])
+            logger.warning("%s: %s changed; earlier run set aside as %s", run_dir, changed, moved)
     write_json_atomic(path, identity)
+
+
+def _check_models(run_dir: Path, name: str, before: dict | None, now: dict, force_new: bool) -> None:
+    """Refuse to add predictions of a system whose model or index files changed since it started."""
+    predictions = run_dir / "predictions" / f"{name}.jsonl"
+    if before is None or before == now or not predictions.is_file():
+        return
+    changed = sorted(k for k in now if before.get(k) != now[k])
+    if not force_new:
+        raise ValueError(
+            f"{run_dir}: system {name!r} has predictions made with other model or index files "
+            f"({', '.join(changed)} differ); use --force-new to set them aside, or another --run-id"
+        )
+    moved = set_aside([predictions, predictions.with_name(f"{name}.faithful.jsonl")])
+    logger.warning("%s: %s of %s changed; its predictions set aside as %s", run_dir, changed, name, moved)
 
 
 def prediction_record(result: Any, dataset: Dataset, store: Any) -> dict:
@@ -274,6 +312,7 @@ def compare(
     pipeline_factory: PipelineFactory = default_pipeline,
     pipelines: dict[str, Any] | None = None,
     n_resamples: int = 10_000,
+    force_new: bool = False,
 ) -> CompareOutcome:
     """Run every configuration over the same claims, then score, report and draw figures.
 
@@ -293,6 +332,8 @@ def compare(
             ``dataset`` and ``store`` (default: ``VerificationPipeline``).
         pipelines: already built pipelines by system name (tests reuse them).
         n_resamples: bootstrap resamples.
+        force_new: set aside a run directory's predictions made from other settings, claims,
+            corpus or model files and start again, instead of refusing.
 
     Raises:
         ValueError: fewer than two configs, configs on different datasets or claims, or a
@@ -323,60 +364,63 @@ def compare(
         claims = stratified_sample(claims, sample, seed)
     run_id = run_id or default_run_id(data.name, systems, sample, seed)
     root = Path(results_dir or systems[0].config.paths.results_dir)
-    run_dir = root / run_id
-    run_dir.mkdir(parents=True, exist_ok=True)
-    identity = {
-        "dataset": {
-            "name": data.name,
-            "claims": str(data.claims_path),
-            "corpus": str(data.corpus_path),
-            "claims_sha256": file_sha256(data.claims_path),
-        },
-        "sample": sample,
-        "seed": seed,
-        "claim_ids": [c.id for c in claims],
-        "systems": [
-            {"name": s.name, "source": s.source, "config_hash": _config_hash(s.config)} for s in systems
-        ],
-    }
-    _check_identity(run_dir, identity)
-    for s in systems:
-        write_text_atomic(
-            run_dir / "configs" / f"{s.name}.yaml", yaml.safe_dump(s.config.to_dict(), sort_keys=False)
+    run_dir = output_dir(root / run_id, "--run-id")
+    with run_lock(run_dir):
+        identity = {
+            "dataset": {
+                "name": data.name,
+                "claims": str(data.claims_path),
+                "corpus": str(data.corpus_path),
+                "claims_sha256": file_sha256(data.claims_path),
+            },
+            "sample": sample,
+            "seed": seed,
+            "claim_ids": [c.id for c in claims],
+            "systems": [
+                {"name": s.name, "source": s.source, "config_hash": _config_hash(s.config)} for s in systems
+            ],
+        }
+        _check_identity(run_dir, identity, force_new)
+        for s in systems:
+            write_text_atomic(
+                run_dir / "configs" / f"{s.name}.yaml", yaml.safe_dump(s.config.to_dict(), sort_keys=False)
+            )
+        env = environment() | {
+            "dataset": identity["dataset"],
+            "skipped_claims": dict(policy.counts),
+            "models": {},
+        }
+        written, resumed = {}, {}
+        env_path = run_dir / "env.json"
+        before = (
+            json.loads(env_path.read_text(encoding="utf-8")).get("models", {}) if env_path.is_file() else {}
         )
-    env = environment() | {
-        "dataset": identity["dataset"],
-        "skipped_claims": dict(policy.counts),
-        "models": {},
-    }
-    written, resumed = {}, {}
-    env_path = run_dir / "env.json"
-    before = json.loads(env_path.read_text(encoding="utf-8")).get("models", {}) if env_path.is_file() else {}
-    pipelines = dict(pipelines or {})
-    for s in systems:
-        pipe = pipelines.get(s.name)
-        if (
-            pipe is None
-            and s.name in before
-            and _complete(run_dir / "predictions", s.name, claims, faithfulness)
-        ):
-            env["models"][s.name] = before[s.name]  # nothing left to run: no model is loaded
-            written[s.name], resumed[s.name] = 0, len(claims)
-            continue
-        if pipe is None:  # given pipelines are built already
-            pipe = pipeline_factory(s.config, progress)
-            pipe.build()
-        env["models"][s.name] = _model_hashes(pipe)
+        pipelines = dict(pipelines or {})
+        for s in systems:
+            pipe = pipelines.get(s.name)
+            if (
+                pipe is None
+                and s.name in before
+                and _complete(run_dir / "predictions", s.name, claims, faithfulness)
+            ):
+                env["models"][s.name] = before[s.name]  # nothing left to run: no model is loaded
+                written[s.name], resumed[s.name] = 0, len(claims)
+                continue
+            if pipe is None:  # given pipelines are built already
+                pipe = pipeline_factory(s.config, progress)
+                pipe.build()
+            env["models"][s.name] = _model_hashes(pipe)
+            _check_models(run_dir, s.name, before.get(s.name), env["models"][s.name], force_new)
+            write_json_atomic(env_path, env)
+            written[s.name], resumed[s.name] = _predict_system(
+                s, pipe, claims, run_dir / "predictions", batch_size, progress, faithfulness
+            )
+            pipelines[s.name] = pipe
         write_json_atomic(env_path, env)
-        written[s.name], resumed[s.name] = _predict_system(
-            s, pipe, claims, run_dir / "predictions", batch_size, progress, faithfulness
-        )
-        pipelines[s.name] = pipe
-    write_json_atomic(env_path, env)
-    metrics, configs = _score(run_dir, n_resamples)
-    export_subgraphs(run_dir, pipelines, claims, metrics)  # before the figures, which draw them
-    _publish(run_dir, metrics, configs)
-    return CompareOutcome(run_dir, written, resumed, metrics)
+        metrics, configs = _score(run_dir, n_resamples)
+        export_subgraphs(run_dir, pipelines, claims, metrics)  # before the figures, which draw them
+        _publish(run_dir, metrics, configs)
+        return CompareOutcome(run_dir, written, resumed, metrics)
 
 
 def _subgraph_fn(pipe: Any) -> Callable[[str], dict] | None:

@@ -29,7 +29,7 @@ from eval.slices import (
 from eval.verification_eval import score_records
 from garag.config import Config
 from garag.datasets import Dataset
-from garag.jsonl import ResumableJsonl
+from garag.jsonl import read_records
 from garag.types import Claim
 
 logger = logging.getLogger(__name__)
@@ -77,14 +77,14 @@ def _records(pred_dir: Path, name: str) -> list[dict]:
     path = pred_dir / f"{name}.jsonl"
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no predictions for system {name!r}")
-    return ResumableJsonl(path).records
+    return read_records(path)
 
 
 def _faithful(pred_dir: Path, name: str) -> dict | None:
     path = pred_dir / f"{name}.faithful.jsonl"
     if not path.is_file():
         return None
-    return {json.dumps(r["id"]): r["faithful"] for r in ResumableJsonl(path).records}
+    return {json.dumps(r["id"]): r["faithful"] for r in read_records(path)}
 
 
 def _wall_seconds(pred_dir: Path, name: str, n: int) -> float | None:

@@ -20,11 +20,14 @@ from tqdm import tqdm
 
 from eval.fever_score import FeverPrediction, confusion_matrix, macro_f1, per_class_scores, score_claims
 from eval.retrieval_metrics import retrieval_breakdown
+from eval.run_env import tree_hashes
 from garag.artifacts import settings_hash, write_json_atomic, write_text_atomic
 from garag.config import Config
 from garag.datasets import Dataset, get_dataset
 from garag.errors import ErrorPolicy, InputError
-from garag.jsonl import ResumableJsonl
+from garag.fingerprint import cached_fingerprint
+from garag.jsonl import ResumableJsonl, read_records
+from garag.runs import claims_fingerprint, output_dir, run_lock, set_aside
 from garag.types import Claim, SentenceId
 from pipeline.verification import ClaimResult, VerificationPipeline, predicted_evidence
 
@@ -79,24 +82,39 @@ def validate_claims(claims: Sequence[Claim], policy: ErrorPolicy, source: str) -
     return kept
 
 
-def _check_run_identity(out: Path, config: Config, pipe: VerificationPipeline, oracle: bool) -> None:
-    """Record what produced a run; refuse to resume a run made with other settings or another model."""
-    identity = {
+def run_identity(config: Config, pipe: VerificationPipeline, claims: Sequence[Claim], oracle: bool) -> dict:
+    """What a prediction run is made from: settings, claims (ids and texts), corpus and model contents."""
+    model = pipe.model_path or ""
+    return {
         "config_hash": settings_hash(config.to_dict() | {"eval": None, "paths": None}),
-        "model": pipe.model_path,
+        "model": model,
+        "model_files": settings_hash(tree_hashes(model)) if model and Path(model).exists() else None,
         "oracle": oracle,
         "dataset": pipe.dataset.name,
         "claims_file": str(pipe.dataset.claims_path),
+        "claims": claims_fingerprint(claims),
+        "corpus": cached_fingerprint(pipe.dataset.corpus_path, config.paths.cache_dir),
     }
+
+
+def _check_run_identity(out: Path, config: Config, identity: dict, force_new: bool) -> None:
+    """Record what produced a run; refuse to resume one made from anything else (or set it aside)."""
     path = out / "run.json"
-    if path.is_file() and (out / "predictions.jsonl").is_file():
+    predictions = out / "predictions.jsonl"
+    if path.is_file() and predictions.is_file():
         previous = json.loads(path.read_text(encoding="utf-8"))
-        if {k: previous.get(k) for k in identity} != identity:
-            changed = sorted(k for k in identity if previous.get(k) != identity[k])
+        unknown = sorted(k for k in identity if k not in previous)
+        if unknown:  # written by an older garag: what it did not record cannot be checked
+            logger.warning("%s: run.json does not record %s; resuming without checking them", out, unknown)
+        changed = sorted(k for k in identity if k in previous and previous[k] != identity[k])
+        if changed and not force_new:
             raise ValueError(
-                f"{out}: holds predictions made with other settings ({', '.join(changed)} differ); "
-                "use another --out directory or delete this one"
+                f"{out}: holds predictions made from other inputs ({', '.join(changed)} differ); "
+                "use --force-new to set them aside and start again, or another --out"
             )
+        if changed:
+            moved = set_aside([predictions, path])
+            logger.warning("%s: %s changed; earlier predictions set aside as %s", out, changed, moved)
     out.mkdir(parents=True, exist_ok=True)
     write_json_atomic(path, {**identity, "config": config.to_dict()})
 
@@ -108,14 +126,17 @@ def run_predictions(
     oracle: bool = False,
     progress: bool = True,
     batch_size: int = 32,
+    force_new: bool = False,
 ) -> RunOutcome:
     """Predict every claim of the configured dataset into ``out_dir/predictions.jsonl`` (resumable).
 
     Bad claims (empty, punctuation only, repeated id, unknown label) are skipped and counted,
     and gold evidence naming a page missing from the corpus is counted as a warning; the run
-    goes on for the other claims.
+    goes on for the other claims.  One process writes a run directory at a time; a run
+    made from other settings, claims, corpus or model is refused unless ``force_new``
+    (then its predictions are set aside, not deleted).
     """
-    out = Path(out_dir)
+    out = output_dir(out_dir)
     pipe = pipeline or VerificationPipeline(config, progress=progress)
     if pipe.verifier is None:
         pipe.build()
@@ -131,7 +152,20 @@ def run_predictions(
         logger.warning(
             "%d gold evidence pages are not in the corpus (e.g. %s)", len(missing_pages), missing_pages[:3]
         )
-    _check_run_identity(out, config, pipe, oracle)
+    with run_lock(out):
+        _check_run_identity(out, config, run_identity(config, pipe, claims, oracle), force_new)
+        return _predict_into(out, pipe, claims, oracle, progress, batch_size, policy)
+
+
+def _predict_into(
+    out: Path,
+    pipe: VerificationPipeline,
+    claims: Sequence[Claim],
+    oracle: bool,
+    progress: bool,
+    batch_size: int,
+    policy: ErrorPolicy,
+) -> RunOutcome:
     writer = ResumableJsonl(out / "predictions.jsonl")
     todo = [c for c in claims if not writer.is_done(c.id)]
     resumed = len(claims) - len(todo)
@@ -273,11 +307,11 @@ def write_metrics(out_dir: Path, name: str, metrics: dict) -> str:
     return md
 
 
-def records_from_file(path: Path) -> list[dict]:
-    """Records of a predictions file, with a clear error when it is missing."""
-    if not path.is_file():
+def records_from_file(path: Path, policy: ErrorPolicy | None = None) -> list[dict]:
+    """A predictions file, read only: a bad line is an error naming it, or skipped per ``policy``."""
+    if not path.exists():
         raise FileNotFoundError(f"{path}: no predictions file")
-    return ResumableJsonl(path).records
+    return read_records(path, policy=policy)
 
 
 @dataclass(frozen=True)
@@ -290,7 +324,12 @@ class EvaluationOutcome:
 
 
 def evaluate(
-    config: Config, out: Path, predictions: Path | None = None, oracle: bool = False, progress: bool = True
+    config: Config,
+    out: Path,
+    predictions: Path | None = None,
+    oracle: bool = False,
+    progress: bool = True,
+    force_new: bool = False,
 ) -> EvaluationOutcome:
     """Predict into ``out`` (resuming) and score, or only score a saved ``predictions`` file.
 
@@ -303,8 +342,11 @@ def evaluate(
     if predictions is not None:
         path, out = predictions, predictions.parent
     else:
-        outcome = run_predictions(config, out, oracle=oracle, progress=progress)
+        outcome = run_predictions(config, out, oracle=oracle, progress=progress, force_new=force_new)
         path, skipped = outcome.predictions, outcome.skipped
-    metrics = score_records(dataset, records_from_file(path), config.eval.ks)
+    read_policy = ErrorPolicy(skip=config.data.skip_bad_lines)
+    metrics = score_records(dataset, records_from_file(path, read_policy), config.eval.ks)
+    if read_policy.skipped:
+        metrics["skipped_prediction_lines"] = dict(read_policy.counts)
     table = write_metrics(out, "oracle evidence" if oracle else "open retrieval", metrics)
     return EvaluationOutcome(table, out, skipped)

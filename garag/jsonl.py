@@ -1,23 +1,104 @@
-"""Append-only JSONL output that survives interruption and resumes where it stopped."""
+"""JSONL records keyed by ``id``: a read-only reader, and an append-only writer that resumes.
+
+Reading never writes.  The writer keeps every complete record already in the
+file; the only bytes it ever removes are an incomplete last line (a record cut
+off by a crash mid-write), and only when it is opened to append.  A corrupt
+line in the middle of the file is an error naming the file and the line: cutting
+there would lose every record after it.
+"""
 
 from __future__ import annotations
 
 import json
 import logging
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from garag.errors import ErrorPolicy, InputError
 
 logger = logging.getLogger(__name__)
 
 
+@dataclass(frozen=True)
+class _Scan:
+    records: list[dict]
+    good_bytes: int  # bytes up to the end of the last complete, valid line
+    torn_tail: bool  # the file ends in an incomplete line after good_bytes
+
+
+def _parse_line(raw: bytes, path: Path, line: int, key: str) -> dict:
+    try:
+        rec = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as e:
+        raise InputError(str(path), line, f"not UTF-8 text (byte {e.start})", kind="bad_json") from None
+    except json.JSONDecodeError as e:
+        raise InputError(str(path), line, f"not valid JSON ({e.msg})", kind="bad_json") from None
+    if not isinstance(rec, dict):
+        raise InputError(
+            str(path), line, f"expected a JSON object, got {type(rec).__name__}", kind="bad_json"
+        )
+    if key not in rec:
+        raise InputError(str(path), line, f"the record has no {key!r}", kind="bad_record")
+    return rec
+
+
+def _scan(path: Path, key: str, policy: ErrorPolicy | None) -> _Scan:
+    """Every valid record; bad complete lines go to ``policy`` (None: raise)."""
+    records: list[dict] = []
+    good = 0
+    if path.is_dir():
+        raise InputError(str(path), None, "is a directory, not a JSONL file", kind="not_a_file")
+    with open(path, "rb") as fh:
+        for number, raw in enumerate(fh, start=1):
+            if not raw.endswith(b"\n"):
+                return _Scan(records, good, torn_tail=True)
+            if raw.strip():
+                try:
+                    records.append(_parse_line(raw, path, number, key))
+                except InputError as error:
+                    if policy is None:
+                        raise
+                    policy.handle(error)
+            good += len(raw)
+    return _Scan(records, good, torn_tail=False)
+
+
+def read_records(path: str | Path, key: str = "id", policy: ErrorPolicy | None = None) -> list[dict]:
+    """The records of a JSONL file, read only.
+
+    Args:
+        path: the file.
+        key: the field every record must have.
+        policy: what to do with a bad line (default: raise :class:`InputError` naming file and line).
+
+    Raises:
+        FileNotFoundError: no such file.
+        InputError: a bad line (invalid JSON, not UTF-8, not an object, no ``key``, an incomplete
+            last line) when ``policy`` does not skip.
+    """
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"{path}: no such file")
+    policy = policy or ErrorPolicy()
+    scan = _scan(path, key, policy)
+    if scan.torn_tail:
+        line = len(path.read_bytes()[: scan.good_bytes].splitlines()) + 1
+        policy.handle(InputError(str(path), line, "incomplete last line (no newline)", kind="torn_line"))
+    return scan.records
+
+
 class ResumableJsonl:
-    """A JSONL file of records keyed by ``id``, written one line at a time.
+    """A JSONL file of records keyed by ``id``, appended one flushed line at a time.
 
     On open, complete lines already in the file are kept and their ids are
-    reported as done; a torn last line (a crash mid-write) is cut off.  Each
-    record is flushed as it is written, so a killed run loses at most the
-    record in flight.
+    reported as done.  Opening it to write (``with``) cuts an incomplete last
+    line, the record in flight when a run was killed, and says so.  A killed
+    run loses at most that record.
+
+    Raises:
+        InputError: a complete line in the file is not a valid record (naming file and line).
     """
 
     def __init__(self, path: str | Path, key: str = "id") -> None:
@@ -26,34 +107,28 @@ class ResumableJsonl:
         self.done: set = set()
         self.records: list[dict] = []
         self._fh = None
-        self._load()
-
-    def _load(self) -> None:
-        if not self.path.is_file():
-            return
-        good_bytes = 0
-        with open(self.path, "rb") as fh:
-            for raw in fh:
-                if not raw.endswith(b"\n"):
-                    break
-                try:
-                    rec = json.loads(raw)
-                except json.JSONDecodeError:
-                    break
-                if not isinstance(rec, dict) or self.key not in rec:
-                    raise ValueError(f"{self.path}: line {len(self.records) + 1} has no {self.key!r}")
-                self.records.append(rec)
-                self.done.add(_hashable(rec[self.key]))
-                good_bytes += len(raw)
-        if good_bytes != self.path.stat().st_size:
-            logger.warning(
-                "%s: cutting a torn last line (resuming after %d records)", self.path, len(self.records)
-            )
-            with open(self.path, "r+b") as fh:
-                fh.truncate(good_bytes)
+        self._good_bytes = 0
+        self._torn_tail = False
+        if self.path.exists():
+            scan = _scan(self.path, key, None)
+            self.records = scan.records
+            self._good_bytes, self._torn_tail = scan.good_bytes, scan.torn_tail
+            self.done = {_hashable(r[key]) for r in self.records}
 
     def __enter__(self) -> ResumableJsonl:
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        if self._torn_tail:
+            cut = self.path.stat().st_size - self._good_bytes
+            logger.warning(
+                "%s: cutting an incomplete last line (%d bytes, a record cut off mid-write); "
+                "resuming after %d records",
+                self.path,
+                cut,
+                len(self.records),
+            )
+            with open(self.path, "r+b") as fh:
+                fh.truncate(self._good_bytes)
+            self._torn_tail = False
         self._fh = open(self.path, "a", encoding="utf-8")
         return self
 

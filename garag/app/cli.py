@@ -39,6 +39,12 @@ def _add_run(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--oracle", action="store_true", help="give the verifier the gold evidence (retrieval oracle)"
     )
+    p.add_argument(
+        "--force-new",
+        action="store_true",
+        help="when --out holds predictions made from other settings, claims, corpus or model: set them "
+        "aside (renamed *.stale-TIME) and start again instead of refusing",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -91,6 +97,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--run-id", help="results sub-directory (default: from dataset, configs, sample, seed)")
     p.add_argument("--batch-size", type=int, default=32, help="claims per pipeline batch (default 32)")
     p.add_argument("--no-faithfulness", action="store_true", help="skip the NLI check of explanations")
+    p.add_argument(
+        "--force-new",
+        action="store_true",
+        help="set aside a run made from other settings, claims, corpus or model files and start again",
+    )
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="override a value in every config (repeatable)")  # fmt: skip
     p.add_argument("--no-progress", action="store_true", help="hide progress bars")

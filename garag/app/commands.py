@@ -111,7 +111,9 @@ def cmd_predict(args: argparse.Namespace, config: Config) -> int:
     from eval.verification_eval import run_predictions
 
     out = _run_dir(args, config)
-    outcome = run_predictions(config, out, oracle=args.oracle, progress=not args.no_progress)
+    outcome = run_predictions(
+        config, out, oracle=args.oracle, progress=not args.no_progress, force_new=args.force_new
+    )
     print(
         json.dumps(
             {
@@ -143,6 +145,7 @@ def cmd_compare(args: argparse.Namespace, config: Config) -> int:
         progress=not args.no_progress,
         batch_size=args.batch_size,
         faithfulness=not args.no_faithfulness,
+        force_new=args.force_new,
     )
     print(headline_table(outcome.metrics))
     print(significance_table(outcome.metrics))
@@ -170,7 +173,12 @@ def cmd_evaluate(args: argparse.Namespace, config: Config) -> int:
 
     predictions = Path(args.predictions) if args.predictions else None
     outcome = evaluate(
-        config, _run_dir(args, config), predictions, oracle=args.oracle, progress=not args.no_progress
+        config,
+        _run_dir(args, config),
+        predictions,
+        oracle=args.oracle,
+        progress=not args.no_progress,
+        force_new=args.force_new,
     )
     if outcome.skipped:
         print(f"skipped: {outcome.skipped}", file=sys.stderr)

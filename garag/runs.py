@@ -1,0 +1,76 @@
+"""Run directories: one writer at a time (an OS file lock), and fingerprints of what a run was made from."""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+from garag.types import Claim
+
+LOCK_FILE = ".garag.lock"
+
+
+class RunBusyError(ValueError):
+    """Another process holds the run directory's lock."""
+
+
+def claims_fingerprint(claims: Sequence[Claim]) -> str:
+    """sha256 over the claims' ids and texts, in order: a changed text, id or order changes it."""
+    digest = hashlib.sha256()
+    for c in claims:
+        digest.update(json.dumps([c.id, c.text], ensure_ascii=False).encode("utf-8") + b"\n")
+    return digest.hexdigest()
+
+
+def output_dir(path: str | Path, flag: str = "--out") -> Path:
+    """``path`` as a directory to write into; an existing non-directory is an error naming the flag."""
+    out = Path(path)
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"{flag} {out}: exists and is not a directory")
+    return out
+
+
+@contextmanager
+def run_lock(directory: str | Path) -> Iterator[Path]:
+    """Hold an exclusive lock on ``directory`` for one writer; a second one gets :class:`RunBusyError`.
+
+    The lock is an ``flock`` on ``<directory>/.garag.lock``: the OS releases it when the holder
+    exits, killed or not, so a crashed run never leaves the directory locked.
+    """
+    out = output_dir(directory)
+    out.mkdir(parents=True, exist_ok=True)
+    fh = open(out / LOCK_FILE, "a+", encoding="utf-8")
+    try:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            fh.seek(0)
+            holder = fh.read().strip() or "another process"
+            raise RunBusyError(
+                f"{out}: another garag run ({holder}) is writing here; wait for it or use another --out"
+            ) from None
+        fh.seek(0)
+        fh.truncate()
+        fh.write(f"pid {os.getpid()} since {time.strftime('%Y-%m-%d %H:%M:%S')}")
+        fh.flush()
+        yield out
+    finally:
+        fh.close()  # closing releases the flock
+
+
+def set_aside(paths: Sequence[Path]) -> list[Path]:
+    """Rename existing ``paths`` to ``<name>.stale-<time><suffix>`` (nothing computed is deleted)."""
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    moved = []
+    for p in paths:
+        if p.exists():
+            target = p.with_name(f"{p.stem}.stale-{stamp}{p.suffix}")
+            os.replace(p, target)
+            moved.append(target)
+    return moved
