@@ -358,7 +358,7 @@ def compare(
                 f"({data.name}: {data.claims_path} vs {other.name}: {other.claims_path}); "
                 "compare needs the same"
             )
-    policy = ErrorPolicy(skip=True)
+    policy = ErrorPolicy(skip=systems[0].config.data.skip_bad_lines)
     claims = validate_claims(list(data.claims(policy)), policy, str(data.claims_path))
     if sample:
         claims = stratified_sample(claims, sample, seed)
@@ -388,6 +388,7 @@ def compare(
         env = environment() | {
             "dataset": identity["dataset"],
             "skipped_claims": dict(policy.counts),
+            "skipped_examples": policy.examples,
             "models": {},
         }
         written, resumed = {}, {}

@@ -205,7 +205,15 @@ def score_run(
         "paired": paired,
         "slices": slice_table(claims, correct, strict),
         "examples": examples,
+        "skipped_claims": _skipped(run_dir),
     }
+
+
+def _skipped(run_dir: Path) -> dict:
+    """Claims skipped while reading (``data.skip_bad_lines``), as recorded in ``env.json``."""
+    env_path = run_dir / "env.json"
+    env = json.loads(env_path.read_text(encoding="utf-8")) if env_path.is_file() else {}
+    return {"counts": env.get("skipped_claims", {}), "examples": env.get("skipped_examples", [])}
 
 
 CSV_FIELDS = (

@@ -213,6 +213,17 @@ def examples_section(metrics: Mapping) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _skipped_lines(metrics: Mapping) -> list[str]:
+    """Where claims were skipped while reading (``data.skip_bad_lines``), if any were."""
+    skipped = metrics.get("skipped_claims") or {}
+    counts = {k: v for k, v in (skipped.get("counts") or {}).items() if k != "gold_page_missing_from_corpus"}
+    if not counts:
+        return []
+    where = "; ".join(skipped.get("examples", [])[:5])
+    total = sum(counts.values())
+    return [f"Skipped while reading the claims (`data.skip_bad_lines`): {total} ({counts}): {where}", ""]
+
+
 def render_report(metrics: Mapping, configs: Mapping[str, Config], figures: Mapping[str, str]) -> str:
     """The whole Markdown report."""
     sample = (
@@ -230,6 +241,7 @@ def render_report(metrics: Mapping, configs: Mapping[str, Config], figures: Mapp
         "McNemar: exact binomial below "
         "25 discordant claims, else chi-square with continuity correction.",
         "",
+        *_skipped_lines(metrics),
         "## Headline",
         "",
         headline_table(metrics),

@@ -97,7 +97,9 @@ def run_identity(config: Config, pipe: VerificationPipeline, claims: Sequence[Cl
     }
 
 
-def _check_run_identity(out: Path, config: Config, identity: dict, force_new: bool) -> None:
+def _check_run_identity(
+    out: Path, config: Config, identity: dict, force_new: bool, policy: ErrorPolicy
+) -> None:
     """Record what produced a run; refuse to resume one made from anything else (or set it aside)."""
     path = out / "run.json"
     predictions = out / "predictions.jsonl"
@@ -109,14 +111,15 @@ def _check_run_identity(out: Path, config: Config, identity: dict, force_new: bo
         changed = sorted(k for k in identity if k in previous and previous[k] != identity[k])
         if changed and not force_new:
             raise ValueError(
-                f"{out}: holds predictions made from other inputs ({', '.join(changed)} differ); "
+                f"{out}: holds predictions made from other settings or inputs ({', '.join(changed)} differ); "
                 "use --force-new to set them aside and start again, or another --out"
             )
         if changed:
             moved = set_aside([predictions, path])
             logger.warning("%s: %s changed; earlier predictions set aside as %s", out, changed, moved)
     out.mkdir(parents=True, exist_ok=True)
-    write_json_atomic(path, {**identity, "config": config.to_dict()})
+    skipped = {"counts": dict(policy.counts), "examples": policy.examples}
+    write_json_atomic(path, {**identity, "config": config.to_dict(), "skipped": skipped})
 
 
 def run_predictions(
@@ -130,9 +133,10 @@ def run_predictions(
 ) -> RunOutcome:
     """Predict every claim of the configured dataset into ``out_dir/predictions.jsonl`` (resumable).
 
-    Bad claims (empty, punctuation only, repeated id, unknown label) are skipped and counted,
-    and gold evidence naming a page missing from the corpus is counted as a warning; the run
-    goes on for the other claims.  One process writes a run directory at a time; a run
+    A bad claim (empty, punctuation only, repeated id, unknown label) stops the run with
+    ``file:line: reason``, or with ``data.skip_bad_lines`` is skipped and counted (in
+    ``run.json`` and the outcome).  Gold evidence naming a page missing from the corpus is
+    counted as a warning; the run goes on.  One process writes a run directory at a time; a run
     made from other settings, claims, corpus or model is refused unless ``force_new``
     (then its predictions are set aside, not deleted).
     """
@@ -140,7 +144,7 @@ def run_predictions(
     pipe = pipeline or VerificationPipeline(config, progress=progress)
     if pipe.verifier is None:
         pipe.build()
-    policy = ErrorPolicy(skip=True)
+    policy = ErrorPolicy(skip=config.data.skip_bad_lines)
     claims = validate_claims(list(pipe.dataset.claims(policy)), policy, str(pipe.dataset.claims_path))
     if config.eval.limit:
         claims = claims[: config.eval.limit]
@@ -153,7 +157,7 @@ def run_predictions(
             "%d gold evidence pages are not in the corpus (e.g. %s)", len(missing_pages), missing_pages[:3]
         )
     with run_lock(out):
-        _check_run_identity(out, config, run_identity(config, pipe, claims, oracle), force_new)
+        _check_run_identity(out, config, run_identity(config, pipe, claims, oracle), force_new, policy)
         return _predict_into(out, pipe, claims, oracle, progress, batch_size, policy)
 
 
@@ -320,7 +324,7 @@ class EvaluationOutcome:
 
     table: str
     out_dir: Path
-    skipped: int
+    skipped: dict[str, int]
 
 
 def evaluate(
@@ -338,7 +342,7 @@ def evaluate(
     dataset = get_dataset(
         config.data.dataset, config.data.claims, config.data.corpus, config.data.claim_format
     )
-    skipped = 0
+    skipped: dict[str, int] = {}
     if predictions is not None:
         path, out = predictions, predictions.parent
     else:
@@ -348,5 +352,7 @@ def evaluate(
     metrics = score_records(dataset, records_from_file(path, read_policy), config.eval.ks)
     if read_policy.skipped:
         metrics["skipped_prediction_lines"] = dict(read_policy.counts)
+    if skipped:
+        metrics["skipped_claims"] = dict(skipped)
     table = write_metrics(out, "oracle evidence" if oracle else "open retrieval", metrics)
     return EvaluationOutcome(table, out, skipped)

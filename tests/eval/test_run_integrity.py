@@ -69,7 +69,7 @@ def test_changed_claims_are_refused_until_force_new(world: dict, capsys) -> None
         capsys.readouterr()
         assert _cli(world, "predict", "--out", str(out)) == 2
         message = _one_error_line(capsys)
-        assert "holds predictions made from other inputs (claims differ)" in message
+        assert "holds predictions made from other settings or inputs (claims differ)" in message
         assert "--force-new" in message
         assert world["claims"].read_bytes() == edited and (out / "predictions.jsonl").read_bytes() == first
         assert _cli(world, "predict", "--out", str(out), "--force-new") == 0
@@ -141,3 +141,22 @@ def test_out_naming_a_file_is_one_line(world: dict, capsys) -> None:
     assert _cli(world, "predict", "--out", str(target)) == 2
     assert _one_error_line(capsys) == f"garag: error: --out {target}: exists and is not a directory"
     assert target.read_text(encoding="utf-8") == "keep me"
+
+
+def test_skip_bad_lines_is_honoured_and_reported(world: dict, capsys) -> None:
+    claims = world["root"] / "claims-with-a-bad-one.jsonl"
+    lines = world["claims"].read_text(encoding="utf-8").splitlines(keepends=True)
+    empty = json.dumps({"id": 99, "verifiable": "NOT VERIFIABLE", "label": "NOT ENOUGH INFO", "claim": " ",
+                        "evidence": [[[None, None, None, None]]]})  # fmt: skip
+    claims.write_text("".join(lines[:2]) + empty + "\n" + "".join(lines[2:]), encoding="utf-8")
+    out = world["root"] / "run-skip"
+    data = ["--set", f"data.claims={claims}"]
+    assert _cli(world, "evaluate", "--out", str(out), *data) == 2
+    assert _one_error_line(capsys).startswith(f"garag: error: {claims}: claim 99 (#3) has no words")
+    assert not (out / "predictions.jsonl").exists()
+    assert _cli(world, "evaluate", "--out", str(out), *data, "--set", "data.skip_bad_lines=true") == 0
+    manifest = json.loads((out / "run.json").read_text(encoding="utf-8"))
+    assert manifest["skipped"]["counts"] == {"empty_claim": 1}
+    assert "claim 99 (#3) has no words" in manifest["skipped"]["examples"][0]
+    metrics = json.loads((out / "metrics.json").read_text(encoding="utf-8"))
+    assert metrics["skipped_claims"] == {"empty_claim": 1} and metrics["n"] == len(lines)
