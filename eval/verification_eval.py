@@ -142,12 +142,13 @@ def run_predictions(
     """
     out = output_dir(out_dir)
     pipe = pipeline or VerificationPipeline(config, progress=progress)
-    if pipe.verifier is None:
-        pipe.build()
     policy = ErrorPolicy(skip=config.data.skip_bad_lines)
+    # claims first: a bad claims file fails before any index or model is loaded
     claims = validate_claims(list(pipe.dataset.claims(policy)), policy, str(pipe.dataset.claims_path))
     if config.eval.limit:
         claims = claims[: config.eval.limit]
+    if pipe.verifier is None:
+        pipe.build()
     missing_pages = sorted(
         {s.page for c in claims for g in c.evidence for s in g if not pipe.store.has_page(s.page)}
     )
@@ -198,15 +199,51 @@ def _predict_into(
     )
 
 
-def score_records(dataset: Dataset, records: Sequence[dict], ks: Sequence[int] = (5, 20, 100)) -> dict:
+def _normalise(record: dict, dataset: Dataset, source: str) -> dict:
+    """A garag record, or a record of FEVER's official submission format (``id``,
+    ``predicted_label``, ``predicted_evidence``), with its label in the dataset's terms."""
+
+    def bad(what: str) -> InputError:
+        return InputError(
+            source, None, f"prediction for claim {record.get('id')!r}: {what}", kind="bad_record"
+        )
+
+    if not _hashable_id(record.get("id")):
+        raise bad("the id must be an integer or a string")
+    label = record.get("dataset_label")
+    if label is None:
+        verdict = record.get("predicted_label")
+        if not isinstance(verdict, str):
+            raise bad("no 'predicted_label' (a FEVER label) or 'dataset_label'")
+        label = dataset.verdict_to_label.get(verdict, verdict)
+    if label not in dataset.labels:
+        raise bad(f"label {label!r} is not one of {tuple(dataset.labels)}")
+    evidence = []
+    for pair in record.get("predicted_evidence") or []:
+        if not (isinstance(pair, list) and len(pair) == 2 and isinstance(pair[0], str)):
+            raise bad(f"evidence {pair!r} is not [page, line]")
+        if isinstance(pair[1], bool) or not isinstance(pair[1], int) or pair[1] < 0:
+            raise bad(f"evidence {pair!r} has no line number >= 0")
+        evidence.append(pair)
+    retrieved = record.get("retrieved", evidence)
+    return {**record, "dataset_label": label, "predicted_evidence": evidence, "retrieved": retrieved}
+
+
+def score_records(
+    dataset: Dataset, records: Sequence[dict], ks: Sequence[int] = (5, 20, 100), source: str = "predictions"
+) -> dict:
     """Metrics of saved predictions against the dataset's gold claims.
 
     FEVER's official semantics apply to the dataset's own labels (FEVER: 3-way; HoVer:
     SUPPORTS -> SUPPORTED, REFUTES/NEI -> NOT_SUPPORTED, and every HoVer claim needs its
-    single evidence set for the strict score, as no HoVer label is NEI).
+    single evidence set for the strict score, as no HoVer label is NEI).  Records are garag's
+    or FEVER's official submission format (retrieval metrics then read the predicted evidence).
+
+    Raises:
+        InputError: a record without a usable label or with malformed evidence, naming ``source``.
     """
     gold = {c.id: c for c in dataset.claims(ErrorPolicy(skip=True))}
-    by_id = {r["id"]: r for r in records}
+    by_id = {r["id"]: r for r in (_normalise(r, dataset, source) for r in records)}
     ids = [i for i in gold if i in by_id]
     if not ids:
         raise ValueError("no prediction matches a gold claim id")
@@ -311,6 +348,10 @@ def write_metrics(out_dir: Path, name: str, metrics: dict) -> str:
     return md
 
 
+def _hashable_id(value: object) -> bool:
+    return isinstance(value, (int, str)) and not isinstance(value, bool)
+
+
 def records_from_file(path: Path, policy: ErrorPolicy | None = None) -> list[dict]:
     """A predictions file, read only: a bad line is an error naming it, or skipped per ``policy``."""
     if not path.exists():
@@ -349,7 +390,7 @@ def evaluate(
         outcome = run_predictions(config, out, oracle=oracle, progress=progress, force_new=force_new)
         path, skipped = outcome.predictions, outcome.skipped
     read_policy = ErrorPolicy(skip=config.data.skip_bad_lines)
-    metrics = score_records(dataset, records_from_file(path, read_policy), config.eval.ks)
+    metrics = score_records(dataset, records_from_file(path, read_policy), config.eval.ks, str(path))
     if read_policy.skipped:
         metrics["skipped_prediction_lines"] = dict(read_policy.counts)
     if skipped:

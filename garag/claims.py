@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from garag.errors import ErrorPolicy, InputError
+from garag.jsonl import iter_text_lines
 from garag.types import Claim, SentenceId
 
 FEVER_LABELS = ("SUPPORTS", "REFUTES", "NOT ENOUGH INFO")
@@ -26,24 +27,25 @@ HOVER_LABELS = ("SUPPORTED", "NOT_SUPPORTED")
 
 
 def _iter_json_lines(path: Path, policy: ErrorPolicy) -> Iterator[tuple[int, dict]]:
-    with open(path, encoding="utf-8") as fh:
-        for lineno, raw in enumerate(fh, start=1):
-            if not raw.strip():
-                continue
-            try:
-                obj = json.loads(raw)
-            except json.JSONDecodeError as e:
-                policy.handle(InputError(str(path), lineno, f"not valid JSON ({e.msg})"), "bad_json")
-                continue
-            if not isinstance(obj, dict):
-                policy.handle(InputError(str(path), lineno, "a claim line must be a JSON object"), "bad_json")
-                continue
-            yield lineno, obj
+    for lineno, raw in iter_text_lines(path, policy):
+        if not raw.strip():
+            continue
+        try:
+            obj = json.loads(raw)
+        except json.JSONDecodeError as e:
+            policy.handle(InputError(str(path), lineno, f"not valid JSON ({e.msg})"), "bad_json")
+            continue
+        if not isinstance(obj, dict):
+            policy.handle(InputError(str(path), lineno, "a claim line must be a JSON object"), "bad_json")
+            continue
+        yield lineno, obj
 
 
 def _check_common(obj: dict, path: Path, lineno: int, labels: tuple[str, ...]) -> None:
     if "id" not in obj:
         raise InputError(str(path), lineno, "claim has no 'id'")
+    if isinstance(obj["id"], bool) or not isinstance(obj["id"], (int, str)):
+        raise InputError(str(path), lineno, f"claim id {obj['id']!r} must be an integer or a string")
     if not isinstance(obj.get("claim"), str):
         raise InputError(str(path), lineno, f"claim {obj['id']!r}: field 'claim' must be a string")
     label = obj.get("label")
@@ -72,7 +74,7 @@ def _fever_evidence(obj: dict, path: Path, lineno: int) -> tuple[tuple[SentenceI
             page, line = item[2], item[3]
             if page is None or line is None:
                 continue  # NEI placeholder
-            if not isinstance(page, str) or not isinstance(line, int):
+            if not isinstance(page, str) or not isinstance(line, int) or isinstance(line, bool) or line < 0:
                 raise InputError(str(path), lineno, f"claim {obj['id']!r}: bad evidence pointer {item!r}")
             items.append(SentenceId(page, line))
         if items:
@@ -115,6 +117,8 @@ def _hover_claim(obj: dict, path: Path, lineno: int) -> Claim:
             and len(item) == 2
             and isinstance(item[0], str)
             and isinstance(item[1], int)
+            and not isinstance(item[1], bool)
+            and item[1] >= 0
         ):
             raise InputError(
                 str(path), lineno, f"claim {obj['id']!r}: evidence item {item!r} is not [page, line]"

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,42 @@ class _Scan:
     records: list[dict]
     good_bytes: int  # bytes up to the end of the last complete, valid line
     torn_tail: bool  # the file ends in an incomplete line after good_bytes
+
+
+def iter_text_lines(
+    path: str | Path,
+    policy: ErrorPolicy | None = None,
+    lines: Iterable[bytes] | None = None,
+    source: str | None = None,
+) -> Iterator[tuple[int, str]]:
+    """``(line number, text)`` of a UTF-8 text file (or of the given byte lines, named ``source``).
+
+    A line that is not UTF-8 goes to ``policy`` (default: raise), naming file and line.
+
+    Raises:
+        FileNotFoundError: no such file.
+        InputError: ``path`` is a directory, or a line is not UTF-8 and ``policy`` does not skip.
+    """
+    name = source or str(path)
+    policy = policy or ErrorPolicy()
+    if lines is None:
+        p = Path(path)
+        if p.is_dir():
+            raise InputError(name, None, "is a directory, not a file", kind="not_a_file")
+        if not p.exists():
+            raise FileNotFoundError(f"{name}: no such file")
+        with open(p, "rb") as fh:
+            yield from iter_text_lines(p, policy, fh, name)
+        return
+    for number, raw in enumerate(lines, start=1):
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as e:
+            policy.handle(
+                InputError(name, number, f"not UTF-8 text (byte {e.start} of the line)", "bad_encoding")
+            )
+            continue
+        yield number, text
 
 
 def _parse_line(raw: bytes, path: Path, line: int, key: str) -> dict:

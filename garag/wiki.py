@@ -13,7 +13,6 @@ yielded one at a time, so reading the 5.4M-page dump needs memory for one page.
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 import zipfile
 from collections.abc import Iterator
@@ -22,6 +21,11 @@ from pathlib import Path
 
 from garag.artifacts import update_with_file
 from garag.errors import ErrorPolicy, InputError
+from garag.jsonl import iter_text_lines
+
+# Line numbers index a page's sentences, and the gaps between them are kept as empty lines; a
+# bound stops one bad number (50,000,000) from costing gigabytes.  The real dump's pages are far shorter.
+MAX_SENTENCE_NUMBER = 100_000
 
 
 @dataclass(frozen=True)
@@ -61,19 +65,25 @@ def corpus_fingerprint(path: str | Path) -> str:
     return digest.hexdigest()
 
 
-def _iter_text_lines(path: Path) -> Iterator[tuple[str, int, str]]:
+def _iter_text_lines(path: Path, policy: ErrorPolicy) -> Iterator[tuple[str, int, str]]:
     """Yield ``(source_name, line_number, raw_line)`` for a .jsonl file or each .jsonl in a zip."""
     if path.suffix == ".zip":
-        with zipfile.ZipFile(path) as zf:
+        try:
+            zf = zipfile.ZipFile(path)
+        except (zipfile.BadZipFile, OSError) as e:
+            raise InputError(str(path), None, f"not a readable zip file ({e})", kind="bad_zip") from None
+        with zf:
             for name in sorted(n for n in zf.namelist() if n.endswith(".jsonl")):
-                with zf.open(name) as raw:
-                    text = io.TextIOWrapper(raw, encoding="utf-8")
-                    for i, line in enumerate(text, start=1):
-                        yield f"{path}!{name}", i, line
+                source = f"{path}!{name}"
+                try:
+                    with zf.open(name) as raw:
+                        for i, line in iter_text_lines(path, policy, raw, source):
+                            yield source, i, line
+                except (zipfile.BadZipFile, EOFError, OSError) as e:
+                    raise InputError(source, None, f"damaged zip member ({e})", kind="bad_zip") from None
     else:
-        with open(path, encoding="utf-8") as fh:
-            for i, line in enumerate(fh, start=1):
-                yield str(path), i, line
+        for i, line in iter_text_lines(path, policy):
+            yield str(path), i, line
 
 
 def parse_lines_field(
@@ -101,6 +111,10 @@ def parse_lines_field(
             ) from None
         if n < len(texts):
             raise InputError(source, lineno, f"sentence number {n} repeats or goes backwards")
+        if n > MAX_SENTENCE_NUMBER:
+            raise InputError(
+                source, lineno, f"sentence number {n} is out of range (at most {MAX_SENTENCE_NUMBER:,})"
+            )
         while len(texts) < n:
             texts.append("")
             links.append(())
@@ -121,7 +135,7 @@ def iter_pages(path: str | Path, policy: ErrorPolicy | None = None) -> Iterator[
     """
     policy = policy or ErrorPolicy()
     for f in corpus_files(path):
-        for source, lineno, raw in _iter_text_lines(f):
+        for source, lineno, raw in _iter_text_lines(f, policy):
             if not raw.strip():
                 continue
             try:

@@ -10,6 +10,7 @@ import argparse
 import logging
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from garag.app.commands import COMMANDS, config_overrides
 from garag.config import ConfigError, load_config
@@ -31,6 +32,7 @@ def _add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dataset", help="shortcut for --set data.dataset=NAME (fever, hover, custom)")
     p.add_argument("--no-progress", action="store_true", help="hide progress bars")
     p.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    p.add_argument("--debug", action="store_true", help="show the traceback of an error")
 
 
 def _add_run(p: argparse.ArgumentParser) -> None:
@@ -47,8 +49,25 @@ def _add_run(p: argparse.ArgumentParser) -> None:
     )
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with its errors on one line (argparse prints the usage first)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"garag: error: {message} (see: {self.prog} --help)\n")
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="garag", description="Graph-augmented RAG for fact verification.")
+    parser = _Parser(prog="garag", description="Graph-augmented RAG for fact verification.")
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser(
@@ -63,7 +82,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("retrieve", help="retrieve evidence for one claim; prints JSON")
     _add_common(p)
     p.add_argument("claim", help="the claim text")
-    p.add_argument("-k", type=int, default=10, help="number of hits (default 10)")
+    p.add_argument("-k", type=_positive_int, default=10, help="number of hits (default 10)")
     p.add_argument(
         "--retriever",
         default="fused",
@@ -92,10 +111,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--configs", nargs="+", required=True, help="config files, baseline first")
     p.add_argument("--claims", help="claims file used by every config (default: each config's data.claims)")
     p.add_argument("--dataset", help="dataset for every config (fever, hover, custom)")
-    p.add_argument("--sample", type=int, help="draw N claims stratified by label")
+    p.add_argument("--sample", type=_positive_int, help="draw N claims stratified by label")
     p.add_argument("--seed", type=int, default=13, help="sampling and bootstrap seed (default 13)")
     p.add_argument("--run-id", help="results sub-directory (default: from dataset, configs, sample, seed)")
-    p.add_argument("--batch-size", type=int, default=32, help="claims per pipeline batch (default 32)")
+    p.add_argument(
+        "--batch-size", type=_positive_int, default=32, help="claims per pipeline batch (default 32)"
+    )
     p.add_argument("--no-faithfulness", action="store_true", help="skip the NLI check of explanations")
     p.add_argument(
         "--force-new",
@@ -106,6 +127,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="override a value in every config (repeatable)")  # fmt: skip
     p.add_argument("--no-progress", action="store_true", help="hide progress bars")
     p.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    p.add_argument("--debug", action="store_true", help="show the traceback of an error")
     p.set_defaults(config=None)
 
     p = sub.add_parser("evaluate-retrieval", help="recall@k and hit rate of each retriever and of the fusion")
@@ -116,7 +138,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_common(p)
     p.add_argument("claim", help="the claim text")
     p.add_argument("--out", help="output JSON file (default: print to stdout)")
-    p.add_argument("--max-edges", type=int, default=500, help="at most this many edges (default 500)")
+    p.add_argument(
+        "--max-edges", type=_positive_int, default=500, help="at most this many edges (default 500)"
+    )
 
     p = sub.add_parser(
         "llm-model", help="assemble (once) and verify the local GGUF of llm.model; prints its path and sha256"
@@ -127,7 +151,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the process exit code."""
-    args = build_parser().parse_args(argv)
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as e:  # --help, or a usage error already printed on one line
+        return e.code if isinstance(e.code, int) else 2
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.INFO,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
@@ -136,9 +163,33 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         config = load_config(args.config, config_overrides(args))
         return COMMANDS[args.command](args, config)
-    except (ConfigError, InputError, ValueError, FileNotFoundError) as e:
-        print(f"garag: error: {e}", file=sys.stderr)
+    except KeyboardInterrupt:
+        print("garag: interrupted (a rerun resumes where this one stopped)", file=sys.stderr)
+        return 130
+    except (
+        ConfigError,
+        InputError,
+        ValueError,
+        FileNotFoundError,
+        IsADirectoryError,
+        NotADirectoryError,
+    ) as e:
+        if args.debug:
+            raise
+        print(f"garag: error: {_one_line(e)}", file=sys.stderr)
         return 2
+    except Exception as e:  # noqa: BLE001 - the last line of defence: one line, never a traceback
+        if args.debug:
+            raise
+        print(
+            f"garag: internal error: {type(e).__name__}: {_one_line(e)} (--debug shows the traceback)",
+            file=sys.stderr,
+        )
+        return 1
+
+
+def _one_line(error: BaseException) -> str:
+    return " ".join(str(error).split()) or type(error).__name__
 
 
 if __name__ == "__main__":
