@@ -67,12 +67,84 @@ def artifact_dir(cache_root: str | Path, kind: str, settings: dict, fingerprint:
     return Path(cache_root) / f"{kind}-{settings_hash(kind, settings, fingerprint)}"
 
 
+class ArtifactError(ValueError):
+    """A cached artifact is damaged: its message names the file and how to rebuild it."""
+
+
 def read_meta(path: str | Path) -> dict | None:
-    """The ``meta.json`` of a complete artifact, or None."""
+    """The ``meta.json`` of a complete artifact, or None.
+
+    Raises:
+        ArtifactError: ``meta.json`` exists but is not a JSON object.
+    """
     meta = Path(path) / "meta.json"
     if not meta.is_file():
         return None
-    return json.loads(meta.read_text(encoding="utf-8"))
+    try:
+        obj = json.loads(meta.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        obj = None
+    if not isinstance(obj, dict):
+        raise ArtifactError(f"{meta}: damaged cache metadata; delete {Path(path)} to rebuild it")
+    return obj
+
+
+def file_checksums(root: str | Path, exclude: tuple[str, ...] = ("meta.json",)) -> dict[str, dict]:
+    """``{relative path: {"bytes": n, "sha256": hex}}`` of every file under ``root``."""
+    root = Path(root)
+    out = {}
+    for f in sorted(p for p in root.rglob("*") if p.is_file()):
+        rel = f.relative_to(root).as_posix()
+        if rel not in exclude:
+            out[rel] = {"bytes": f.stat().st_size, "sha256": file_sha256(f)}
+    return out
+
+
+def verify_checksums(root: str | Path, recorded: dict[str, dict], rebuild_hint: str) -> None:
+    """Check the files recorded at build time: present, same size, same sha256.
+
+    Raises:
+        ArtifactError: naming the first damaged file and ``rebuild_hint``.
+    """
+    root = Path(root)
+    for rel, want in recorded.items():
+        f = root / rel
+        if not f.is_file():
+            problem = "is missing"
+        elif f.stat().st_size != want["bytes"]:
+            problem = f"has {f.stat().st_size} bytes, {want['bytes']} when built"
+        elif file_sha256(f) != want["sha256"]:
+            problem = "does not match its checksum from the build (damaged)"
+        else:
+            continue
+        raise ArtifactError(f"{f}: cached artifact {problem}; {rebuild_hint}")
+
+
+def _remove_stale_builds(final: Path) -> None:
+    """Remove temporary directories that interrupted builds of ``final`` left behind.
+
+    A temporary directory is named ``.<final>.tmp-<pid>-<random>``; it is stale once that
+    process is gone (a directory of an older garag, without a pid, once a day old).
+    """
+    for tmp in final.parent.glob(f".{final.name}.tmp-*"):
+        pid_text = tmp.name.rsplit(".tmp-", 1)[1].split("-", 1)[0]
+        if pid_text.isdigit():
+            stale = not _alive(int(pid_text))
+        else:
+            stale = time.time() - tmp.stat().st_mtime > 86_400
+        if stale and tmp.is_dir():
+            logger.info("removing %s, left by an interrupted build", tmp)
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def build_artifact(
@@ -95,14 +167,21 @@ def build_artifact(
         force: rebuild even when a complete artifact exists.
 
     Returns:
-        The final directory, which holds a ``meta.json``.
+        The final directory, which holds a ``meta.json`` with every file's size and sha256.
+
+    Raises:
+        ArtifactError: a reused artifact's files do not match the checksums of its build.
     """
     final = artifact_dir(cache_root, kind, settings, fingerprint)
-    if not force and read_meta(final) is not None:
+    meta = None if force else read_meta(final)
+    if meta is not None:
+        if "files" in meta:
+            verify_checksums(final, meta["files"], f"rebuild it with `garag index --force` or delete {final}")
         logger.info("%s: reusing %s", kind, final)
         return final
     final.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.tmp-", dir=final.parent))
+    _remove_stale_builds(final)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.tmp-{os.getpid()}-", dir=final.parent))
     started = time.time()
     try:
         extra = build(tmp) or {}
@@ -113,6 +192,7 @@ def build_artifact(
             "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "build_seconds": round(time.time() - started, 3),
             **extra,
+            "files": file_checksums(tmp),
         }
         write_json_atomic(tmp / "meta.json", meta)
         if final.exists():

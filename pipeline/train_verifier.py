@@ -21,7 +21,14 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from garag.artifacts import file_sha256, read_meta, settings_hash, write_json_atomic
+from garag.artifacts import (
+    file_checksums,
+    file_sha256,
+    read_meta,
+    settings_hash,
+    verify_checksums,
+    write_json_atomic,
+)
 from garag.config import Config, FusionConfig
 from garag.datasets import fever
 from garag.errors import ErrorPolicy
@@ -39,7 +46,13 @@ from pipeline.training_data import (
 from verifier.aggregate import aggregate_sentence_probs
 from verifier.base import TrainExample
 from verifier.calibration import calibrate_nei_bias
-from verifier.claim_aggregator import balanced_accuracy, claim_features, fit_aggregator, read_aggregator
+from verifier.claim_aggregator import (
+    AGGREGATOR_FILE,
+    balanced_accuracy,
+    claim_features,
+    fit_aggregator,
+    read_aggregator,
+)
 from verifier.inputs import build_premise
 from verifier.labels import LABEL_ORDER
 from verifier.nli import NLIVerifier
@@ -109,8 +122,12 @@ def ensure_verifier(config: Config, progress: bool = True, force: bool = False) 
     if config.verifier.model:
         return config.verifier.model
     out_dir = verifier_artifact_dir(config)
-    if force or read_meta(out_dir) is None:
+    meta = None if force else read_meta(out_dir)
+    if meta is None:
         train_from_fever(config, out_dir, progress=progress)
+    elif "model_files" in meta:
+        hint = f"retrain it with `garag train-verifier --force` or delete {out_dir}"
+        verify_checksums(out_dir / "model", meta["model_files"], hint)
     model_dir = out_dir / "model"
     vc = config.verifier
     if vc.mode == "per_sentence" and vc.aggregation != "rule" and read_aggregator(model_dir) is None:
@@ -263,6 +280,8 @@ def train_from_fever(config: Config, out_dir: Path, progress: bool = True) -> di
         "train_seconds": result.seconds,
         "total_seconds": time.time() - started,
         "labels": [lab.value for lab in Label],
+        # checked on every reuse; the aggregator is left out: it may be refitted, and checks itself
+        "model_files": file_checksums(result.model_dir, exclude=("meta.json", AGGREGATOR_FILE)),
     }
     write_json_atomic(out_dir / "meta.json", meta)
     return meta

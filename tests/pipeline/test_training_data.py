@@ -132,3 +132,28 @@ def test_aggregator_instances_pair_each_claim_with_and_without_its_evidence(tiny
     assert all(e.text for e in asis + without)
     with pytest.raises(ValueError, match="1 claims but 0 retrieved"):
         aggregator_instances([beatles], [], tiny_store, top_k=2)
+
+
+def test_a_damaged_trained_verifier_is_refused_with_a_retrain_hint(tmp_path: Path, tiny_base: Path) -> None:
+    """ensure_verifier checks the model files against the checksums its training recorded."""
+    import shutil
+
+    from garag.artifacts import ArtifactError, file_checksums, write_json_atomic
+    from garag.config import load_config
+    from pipeline.train_verifier import ensure_verifier, verifier_artifact_dir
+
+    config = load_config(overrides=[f"paths.cache_dir={tmp_path}", "verifier.aggregation=rule"])
+    out_dir = verifier_artifact_dir(config)
+    shutil.copytree(tiny_base, out_dir / "model")  # stands in for a trained model: only its bytes matter here
+    meta = {"kind": "verifier", "model_files": file_checksums(out_dir / "model")}
+    write_json_atomic(out_dir / "meta.json", meta)
+    assert ensure_verifier(config, progress=False) == str(out_dir / "model")
+    weights = max((out_dir / "model").iterdir(), key=lambda p: p.stat().st_size)
+    data = weights.read_bytes()
+    weights.write_bytes(data[:-1] + bytes([data[-1] ^ 1]))
+    with pytest.raises(ArtifactError) as err:
+        ensure_verifier(config, progress=False)
+    assert str(err.value) == (
+        f"{weights}: cached artifact does not match its checksum from the build (damaged); "
+        f"retrain it with `garag train-verifier --force` or delete {out_dir}"
+    )
