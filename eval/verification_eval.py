@@ -66,6 +66,7 @@ class RunOutcome:
     resumed: int
     skipped: dict[str, int]
     claims_per_second: float
+    llm: dict[str, int] | None = None  # LLM verdicts of this run: requests, cache hits, fallbacks
 
 
 def validate_claims(claims: Sequence[Claim], policy: ErrorPolicy, source: str) -> list[Claim]:
@@ -196,7 +197,18 @@ def _predict_into(
         resumed,
         dict(policy.counts),
         len(todo) / seconds if todo and seconds > 0 else 0.0,
+        _llm_summary(pipe),
     )
+
+
+def _llm_summary(pipe: VerificationPipeline) -> dict[str, int] | None:
+    """How the LLM verifier fared: verdict requests, cache hits, and claims decided by its NLI fallback."""
+    client = getattr(pipe, "llm_client", None)
+    if client is None:
+        return None
+    total = client.stats.snapshot()["total"]
+    keys = ("requests", "cache_hits", "errors", "timeouts", "invalid", "fallbacks", "verifier_fallbacks")
+    return {k: int(total.get(k, 0)) for k in keys}
 
 
 def _normalise(record: dict, dataset: Dataset, source: str) -> dict:

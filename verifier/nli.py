@@ -45,6 +45,16 @@ logger = logging.getLogger(__name__)
 
 # Tokenizers without a real limit report a huge sentinel as model_max_length.
 _NO_LIMIT = 1_000_000
+
+
+def _position_limit(model_config: object) -> int | None:
+    """Token positions the model can embed (BERT-style checkpoints reserve 2 for RoBERTa's offset)."""
+    positions = getattr(model_config, "max_position_embeddings", None)
+    if not isinstance(positions, int) or positions <= 0:
+        return None
+    if getattr(model_config, "model_type", "") in ("roberta", "xlm-roberta", "camembert"):
+        return positions - 2
+    return positions
 # Parameter-name prefixes of classification heads (BERT/DeBERTa/RoBERTa "classifier", decoder models "score").
 _HEAD_PREFIXES = ("classifier", "score")
 
@@ -153,6 +163,12 @@ class NLIVerifier:
         self._tokenizer = tokenizer
         limit = getattr(tokenizer, "model_max_length", None) or _NO_LIMIT
         self._max_length = min(self.config.max_length, limit) if limit < _NO_LIMIT else self.config.max_length
+        positions = _position_limit(model.config)
+        if positions is not None and self._max_length > positions:
+            raise ValueError(
+                f"verifier.max_length: {self.config.max_length} tokens exceed the {positions} positions of "
+                f"{self.model_path}; set it to at most {positions}"
+            )
         logger.info(
             "NLI verifier %s loaded on %s in %.1fs (labels %s, NEI bias %.2f, %s)",
             self.model_path,

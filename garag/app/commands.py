@@ -122,6 +122,7 @@ def cmd_predict(args: argparse.Namespace, config: Config) -> int:
                 "resumed": outcome.resumed,
                 "skipped": outcome.skipped,
                 "claims_per_second": round(outcome.claims_per_second, 2),
+                **({"llm": outcome.llm} if outcome.llm is not None else {}),
             },
             indent=2,
         )

@@ -160,3 +160,21 @@ def test_skip_bad_lines_is_honoured_and_reported(world: dict, capsys) -> None:
     assert "claim 99 (#3) has no words" in manifest["skipped"]["examples"][0]
     metrics = json.loads((out / "metrics.json").read_text(encoding="utf-8"))
     assert metrics["skipped_claims"] == {"empty_claim": 1} and metrics["n"] == len(lines)
+
+
+def test_predict_reports_claims_that_fell_back_from_the_llm(world: dict, capsys) -> None:
+    pytest.importorskip("langchain_openai", reason="the llm extra is not installed")
+    import socket
+
+    with socket.socket() as s:  # a loopback port with nothing listening: the LLM server is down
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    out = world["root"] / "run-llm-down"
+    llm = ["pipeline.verifier=llm", "llm.backend=openai", f"llm.base_url=http://127.0.0.1:{port}/v1",
+           "llm.model=none", "llm.retries=0", "llm.timeout_s=5", "llm.cache=false"]  # fmt: skip
+    capsys.readouterr()
+    assert _cli(world, "predict", "--out", str(out), *[x for o in llm for x in ("--set", o)]) == 0
+    report = json.loads(capsys.readouterr().out)
+    n = len(world["claims"].read_text(encoding="utf-8").splitlines())
+    assert report["written"] == n
+    assert report["llm"]["verifier_fallbacks"] == n and report["llm"]["errors"] >= n

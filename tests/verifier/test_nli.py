@@ -226,3 +226,13 @@ def test_encode_pairs_truncates_the_premise_not_the_claim(tiny_base: Path) -> No
     long_claim = "word " * 40
     enc = encode_pairs(tokenizer, ["Oslo: short premise."], [long_claim], max_length=32)
     assert enc["input_ids"].shape == (1, 32)
+
+
+def test_max_length_beyond_the_models_positions_is_refused(model_dir: Path) -> None:
+    # The tiny model embeds 64 positions: 128 used to crash on the first long input.
+    with pytest.raises(ValueError, match=r"^verifier\.max_length: 128 tokens exceed the 64 positions of "):
+        NLIVerifier(VerifierConfig(mode="concat", max_length=128), str(model_dir)).load()
+    fits = NLIVerifier(VerifierConfig(mode="concat", max_length=64), str(model_dir)).load()
+    huge = "word " * 20_000  # a 100 KB claim is cut to the model's positions, not a crash
+    probs = fits.predict_pairs(["Oslo is a city."], [huge])
+    assert probs.shape == (1, 3)
