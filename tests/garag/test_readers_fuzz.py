@@ -24,7 +24,9 @@ _scalar = st.one_of(
 )
 _value = st.recursive(
     _scalar,
-    lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(st.text(max_size=6), inner, max_size=4)),
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4), st.dictionaries(st.text(max_size=6), inner, max_size=4)
+    ),
     max_leaves=12,
 )
 _keys = st.sampled_from(["id", "claim", "label", "evidence", "verifiable", "num_hops", "lines", "text",
