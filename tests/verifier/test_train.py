@@ -177,3 +177,51 @@ def test_early_stopping_keeps_the_first_best(tiny_base: Path, tmp_path: Path, to
     assert [h["step"] for h in result.history] == [2, 4]
     assert [h["improved"] for h in result.history] == [True, False]
     assert result.best_val == result.history[0]["val"]
+
+
+_TRAIN_SCRIPT = """
+import importlib.util, sys
+import torch
+spec = importlib.util.spec_from_file_location("verifier_conftest", sys.argv[1])
+conf = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(conf)
+from verifier.train import train_verifier
+torch.set_num_threads(1)
+train, val = conf._toy_data()
+train_verifier(train, val, conf._toy_config(), sys.argv[2], sys.argv[3], progress=False, checkpoint_every=5)
+"""
+
+
+@pytest.mark.slow
+def test_training_killed_twice_resumes_to_the_uninterrupted_model(
+    trained: tuple[TrainResult, Path], tiny_base: Path, tmp_path: Path
+) -> None:
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    reference, _ = trained
+    state = tmp_path / "checkpoint" / "trainer_state.json"
+    argv = [sys.executable, "-c", _TRAIN_SCRIPT, str(Path(__file__).with_name("conftest.py")), str(tiny_base)]
+
+    def step() -> int:
+        try:
+            return json.loads(state.read_text())["step"]
+        except (OSError, ValueError):
+            return 0
+
+    for at_least in (10, 20):  # kill -9 after a checkpoint at step >= 10, then again at >= 20
+        proc = subprocess.Popen([*argv, str(tmp_path)])
+        deadline = time.monotonic() + 120
+        while step() < at_least and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.002)
+        assert proc.poll() is None, "training finished before it could be killed"
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        assert not (tmp_path / "model").exists()
+    assert subprocess.run([*argv, str(tmp_path)], timeout=300).returncode == 0
+    ours, theirs = _weights(tmp_path / "model"), _weights(reference.model_dir)
+    assert ours.keys() == theirs.keys()
+    for name in ours:
+        torch.testing.assert_close(ours[name], theirs[name], atol=1e-5, rtol=0)
