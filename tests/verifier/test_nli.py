@@ -172,8 +172,8 @@ def test_calibrated_nei_bias(concat: NLIVerifier, model_dir: Path, tmp_path: Pat
     assert [shifted[S], shifted[N], shifted[R]] == pytest.approx(expected.tolist())
     assert shifted[N] > plain[N]
     # An explicit verifier.nei_bias wins; per_sentence mode ignores the concat calibration.
-    assert NLIVerifier(VerifierConfig(nei_bias=0.5), str(calibrated)).load().nei_bias == 0.5
-    assert NLIVerifier(VerifierConfig(mode="per_sentence"), str(calibrated)).load().nei_bias == 0.0
+    assert NLIVerifier(VerifierConfig(nei_bias=0.5, max_length=64), str(calibrated)).load().nei_bias == 0.5
+    assert NLIVerifier(VerifierConfig(mode="per_sentence", max_length=64), str(calibrated)).load().nei_bias == 0.0
 
 
 def test_anonymous_labels_need_label_map(tiny_base: Path, tmp_path: Path, model_dir: Path) -> None:
@@ -184,15 +184,15 @@ def test_anonymous_labels_need_label_map(tiny_base: Path, tmp_path: Path, model_
     config["label2id"] = {"LABEL_0": 0, "LABEL_1": 1, "LABEL_2": 2}
     (anonymous / "config.json").write_text(json.dumps(config))
     with pytest.raises(ValueError, match=r"verifier\.label_map"):
-        NLIVerifier(VerifierConfig(), str(anonymous)).load()
+        NLIVerifier(VerifierConfig(max_length=64), str(anonymous)).load()
     label_map = {"LABEL_0": "SUPPORTS", "LABEL_1": "NOT ENOUGH INFO", "LABEL_2": "REFUTES"}
-    verifier = NLIVerifier(VerifierConfig(label_map=label_map), str(anonymous)).load()
+    verifier = NLIVerifier(VerifierConfig(label_map=label_map, max_length=64), str(anonymous)).load()
     assert verifier.index_to_label == {0: S, 1: N, 2: R}
 
 
 def test_bare_encoder_is_rejected(tiny_base: Path) -> None:
     with pytest.raises(ValueError, match="no trained classification head"):
-        NLIVerifier(VerifierConfig(), str(tiny_base)).load()
+        NLIVerifier(VerifierConfig(max_length=64), str(tiny_base)).load()
 
 
 def test_premise_text() -> None:
