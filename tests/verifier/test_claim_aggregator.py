@@ -218,11 +218,16 @@ def test_nei_from_the_aggregator_names_the_closest_sentence(
 
 def test_aggregation_setting(model_dir: Path, tmp_path: Path) -> None:
     # auto without an aggregator: the rule; learned without one: a clear error.
-    assert NLIVerifier(VerifierConfig(mode="per_sentence", max_length=64), str(model_dir)).load().aggregation == "rule"
+    assert (
+        NLIVerifier(VerifierConfig(mode="per_sentence", max_length=64), str(model_dir)).load().aggregation
+        == "rule"
+    )
     with pytest.raises(
         ValueError, match="'learned' but no claim-level aggregator at .*garag_aggregator.json"
     ):
-        NLIVerifier(VerifierConfig(mode="per_sentence", aggregation="learned", max_length=64), str(model_dir)).load()
+        NLIVerifier(
+            VerifierConfig(mode="per_sentence", aggregation="learned", max_length=64), str(model_dir)
+        ).load()
     stacked = Path(shutil.copytree(model_dir, tmp_path / "stacked"))
     _constant(3, S).save(stacked)
     assert NLIVerifier(VerifierConfig(top_k=2, max_length=64), str(stacked)).load().aggregation == "rule"

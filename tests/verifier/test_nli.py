@@ -173,7 +173,10 @@ def test_calibrated_nei_bias(concat: NLIVerifier, model_dir: Path, tmp_path: Pat
     assert shifted[N] > plain[N]
     # An explicit verifier.nei_bias wins; per_sentence mode ignores the concat calibration.
     assert NLIVerifier(VerifierConfig(nei_bias=0.5, max_length=64), str(calibrated)).load().nei_bias == 0.5
-    assert NLIVerifier(VerifierConfig(mode="per_sentence", max_length=64), str(calibrated)).load().nei_bias == 0.0
+    assert (
+        NLIVerifier(VerifierConfig(mode="per_sentence", max_length=64), str(calibrated)).load().nei_bias
+        == 0.0
+    )
 
 
 def test_anonymous_labels_need_label_map(tiny_base: Path, tmp_path: Path, model_dir: Path) -> None:
