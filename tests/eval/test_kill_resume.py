@@ -13,10 +13,6 @@ import time
 from pathlib import Path
 
 import pytest
-import yaml
-
-from garag.config import load_config
-from pipeline.verification import VerificationPipeline
 
 pytestmark = pytest.mark.slow
 VOLATILE = ("seconds", "retriever_seconds")
@@ -59,26 +55,14 @@ def _records(path: Path) -> list[dict]:
 
 
 @pytest.fixture(scope="module")
-def world(tiny_corpus: Path, tiny_claims: Path, train_on_fixture_premises, tmp_path_factory) -> dict:
+def world(tiny_corpus: Path, tiny_claims: Path, predict_config, tmp_path_factory) -> dict:
     root = tmp_path_factory.mktemp("kill")
     base = [json.loads(x) for x in tiny_claims.read_text(encoding="utf-8").splitlines()]
     claims = root / "claims.jsonl"
     with claims.open("w", encoding="utf-8") as fh:
         for i in range(600):
             fh.write(json.dumps({**base[i % len(base)], "id": i + 1}) + "\n")
-    config = {
-        "data": {"dataset": "custom", "claims": str(claims), "corpus": str(tiny_corpus)},
-        "paths": {"cache_dir": str(root / "cache")},
-        "retrieval": {"retrievers": ["bm25"], "k": 20},
-        "fusion": {"depth": 20},
-        "verifier": {"top_k": 3, "max_length": 64, "nei_bias": 0.0, "model": "set below"},
-    }
-    path = root / "config.yaml"
-    path.write_text(yaml.safe_dump(config), encoding="utf-8")
-    pipe = VerificationPipeline(load_config(path), progress=False)
-    pipe.retrieval.build()
-    config["verifier"]["model"] = str(train_on_fixture_premises(pipe, root / "model", epochs=1))
-    path.write_text(yaml.safe_dump(config), encoding="utf-8")
+    path = predict_config(root, claims, tiny_corpus)
     clean = root / "clean"
     proc = _garag("predict", "--config", str(path), "--no-progress", "--out", str(clean))
     assert proc.wait() == 0, proc.stderr.read().decode() if proc.stderr else ""

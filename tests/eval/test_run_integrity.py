@@ -13,36 +13,20 @@ import sys
 from pathlib import Path
 
 import pytest
-import yaml
 
 from garag.app.cli import main
-from garag.config import load_config
-from pipeline.verification import VerificationPipeline
 
 pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def world(tiny_corpus: Path, tiny_claims: Path, train_on_fixture_premises, tmp_path_factory) -> dict:
+def world(tiny_corpus: Path, tiny_claims: Path, predict_config, tmp_path_factory) -> dict:
     root = tmp_path_factory.mktemp("integrity")
     corpus = root / "corpus"
     shutil.copytree(tiny_corpus, corpus)
     claims = root / "claims.jsonl"
     shutil.copy(tiny_claims, claims)
-    config = {
-        "data": {"dataset": "custom", "claims": str(claims), "corpus": str(corpus)},
-        "paths": {"cache_dir": str(root / "cache"), "results_dir": str(root / "results")},
-        "retrieval": {"retrievers": ["bm25"], "k": 20},
-        "fusion": {"depth": 20},
-        "verifier": {"top_k": 3, "max_length": 64, "nei_bias": 0.0, "model": "set below"},
-    }
-    path = root / "config.yaml"
-    path.write_text(yaml.safe_dump(config), encoding="utf-8")
-    pipe = VerificationPipeline(load_config(path), progress=False)
-    pipe.retrieval.build()
-    config["verifier"]["model"] = str(train_on_fixture_premises(pipe, root / "model", epochs=1))
-    path.write_text(yaml.safe_dump(config), encoding="utf-8")
-    return {"root": root, "config": path, "claims": claims, "corpus": corpus}
+    return {"root": root, "config": predict_config(root, claims, corpus), "claims": claims, "corpus": corpus}
 
 
 def _cli(world: dict, *argv: str) -> int:
