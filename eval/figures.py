@@ -17,6 +17,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch  # noqa: E402
 
+from garag.artifacts import write_file_atomic  # noqa: E402
 from garag.config import Config  # noqa: E402
 
 logger = logging.getLogger(__name__)
@@ -27,9 +28,10 @@ ROLE_COLORS = {"claim": "#4c72b0", "claim-entity": "#4c72b0", "between": "#dd845
 
 
 def _save(fig: plt.Figure, path: Path) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=DPI, bbox_inches="tight")
-    plt.close(fig)
+    try:
+        write_file_atomic(path, lambda tmp: fig.savefig(tmp, dpi=DPI, bbox_inches="tight"))
+    finally:
+        plt.close(fig)
     return path
 
 

@@ -43,18 +43,29 @@ def settings_hash(*parts: Any) -> str:
     return hashlib.sha256(blob).hexdigest()[:16]
 
 
-def write_text_atomic(path: str | Path, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file and an atomic rename."""
+def write_file_atomic(path: str | Path, write: Callable[[Path], None]) -> None:
+    """Have ``write`` fill a temporary sibling of ``path``, fsync it, then rename it into place.
+
+    A crash leaves either the old file or the new one, never a half-written one.
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=path.suffix, dir=path.parent)
+    os.close(fd)
+    tmp = Path(name)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
+        write(tmp)
+        with open(tmp, "rb+") as fh:
+            os.fsync(fh.fileno())
         os.replace(tmp, path)
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        tmp.unlink(missing_ok=True)
         raise
+
+
+def write_text_atomic(path: str | Path, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file, fsync and an atomic rename."""
+    write_file_atomic(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
 
 
 def write_json_atomic(path: str | Path, obj: Any) -> None:
