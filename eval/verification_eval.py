@@ -22,6 +22,7 @@ from eval.fever_score import FeverPrediction, confusion_matrix, macro_f1, per_cl
 from eval.retrieval_metrics import retrieval_breakdown
 from eval.run_env import tree_hashes
 from garag.artifacts import settings_hash, write_json_atomic, write_text_atomic
+from garag.claims import is_claim_id, is_line_number
 from garag.config import Config
 from garag.datasets import Dataset, get_dataset
 from garag.errors import ErrorPolicy, InputError
@@ -220,7 +221,7 @@ def _normalise(record: dict, dataset: Dataset, source: str) -> dict:
             source, None, f"prediction for claim {record.get('id')!r}: {what}", kind="bad_record"
         )
 
-    if not _hashable_id(record.get("id")):
+    if not is_claim_id(record.get("id")):
         raise bad("the id must be an integer or a string")
     label = record.get("dataset_label")
     if label is None:
@@ -234,7 +235,7 @@ def _normalise(record: dict, dataset: Dataset, source: str) -> dict:
     for pair in record.get("predicted_evidence") or []:
         if not (isinstance(pair, list) and len(pair) == 2 and isinstance(pair[0], str)):
             raise bad(f"evidence {pair!r} is not [page, line]")
-        if isinstance(pair[1], bool) or not isinstance(pair[1], int) or pair[1] < 0:
+        if not is_line_number(pair[1]):
             raise bad(f"evidence {pair!r} has no line number >= 0")
         evidence.append(pair)
     retrieved = record.get("retrieved", evidence)
@@ -358,10 +359,6 @@ def write_metrics(out_dir: Path, name: str, metrics: dict) -> str:
     md = metrics_table(name, metrics)
     write_text_atomic(out_dir / "metrics.md", md)
     return md
-
-
-def _hashable_id(value: object) -> bool:
-    return isinstance(value, (int, str)) and not isinstance(value, bool)
 
 
 def records_from_file(path: Path, policy: ErrorPolicy | None = None) -> list[dict]:

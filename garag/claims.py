@@ -26,6 +26,16 @@ FEVER_LABELS = ("SUPPORTS", "REFUTES", "NOT ENOUGH INFO")
 HOVER_LABELS = ("SUPPORTED", "NOT_SUPPORTED")
 
 
+def is_claim_id(value: object) -> bool:
+    """A claim id is an integer or a string (not a bool, list or mapping)."""
+    return isinstance(value, (int, str)) and not isinstance(value, bool)
+
+
+def is_line_number(value: object) -> bool:
+    """A sentence line number is an integer >= 0 (not a bool)."""
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
 def _iter_json_lines(path: Path, policy: ErrorPolicy) -> Iterator[tuple[int, dict]]:
     for lineno, raw in iter_text_lines(path, policy):
         if not raw.strip():
@@ -44,7 +54,7 @@ def _iter_json_lines(path: Path, policy: ErrorPolicy) -> Iterator[tuple[int, dic
 def _check_common(obj: dict, path: Path, lineno: int, labels: tuple[str, ...]) -> None:
     if "id" not in obj:
         raise InputError(str(path), lineno, "claim has no 'id'")
-    if isinstance(obj["id"], bool) or not isinstance(obj["id"], (int, str)):
+    if not is_claim_id(obj["id"]):
         raise InputError(str(path), lineno, f"claim id {obj['id']!r} must be an integer or a string")
     if not isinstance(obj.get("claim"), str):
         raise InputError(str(path), lineno, f"claim {obj['id']!r}: field 'claim' must be a string")
@@ -74,7 +84,7 @@ def _fever_evidence(obj: dict, path: Path, lineno: int) -> tuple[tuple[SentenceI
             page, line = item[2], item[3]
             if page is None or line is None:
                 continue  # NEI placeholder
-            if not isinstance(page, str) or not isinstance(line, int) or isinstance(line, bool) or line < 0:
+            if not isinstance(page, str) or not is_line_number(line):
                 raise InputError(str(path), lineno, f"claim {obj['id']!r}: bad evidence pointer {item!r}")
             items.append(SentenceId(page, line))
         if items:
@@ -113,12 +123,7 @@ def _hover_claim(obj: dict, path: Path, lineno: int) -> Claim:
     items = []
     for item in obj.get("evidence") or []:
         if not (
-            isinstance(item, list)
-            and len(item) == 2
-            and isinstance(item[0], str)
-            and isinstance(item[1], int)
-            and not isinstance(item[1], bool)
-            and item[1] >= 0
+            isinstance(item, list) and len(item) == 2 and isinstance(item[0], str) and is_line_number(item[1])
         ):
             raise InputError(
                 str(path), lineno, f"claim {obj['id']!r}: evidence item {item!r} is not [page, line]"
