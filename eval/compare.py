@@ -97,7 +97,7 @@ def load_systems(configs: Sequence[str | Path], overrides: Sequence[str] = ()) -
 
 def dataset_of(config: Config) -> Dataset:
     d = config.data
-    return get_dataset(d.dataset, d.claims, d.corpus, d.claim_format)
+    return get_dataset(d.dataset, d.claims, d.corpus, d.claim_format, d.part, d.split)
 
 
 def stratified_sample(claims: Sequence[Claim], n: int, seed: int) -> list[Claim]:
@@ -127,12 +127,13 @@ def stratified_sample(claims: Sequence[Claim], n: int, seed: int) -> list[Claim]
 
 
 def default_run_id(dataset: str, systems: Sequence[System], sample: int | None, seed: int) -> str:
-    run_id = f"{dataset}-" + "-vs-".join(s.name for s in systems)
+    part = systems[0].config.data.part if systems else "all"
+    run_id = f"{dataset}{'' if part == 'all' else '-' + part}-" + "-vs-".join(s.name for s in systems)
     return run_id + (f"-n{sample}-seed{seed}" if sample else "")
 
 
 def _config_hash(config: Config) -> str:
-    return settings_hash(config.to_dict() | {"eval": None, "paths": None})
+    return settings_hash(config.hash_dict() | {"eval": None, "paths": None})
 
 
 def _changed(previous: dict, identity: dict, prefix: str = "") -> tuple[list[str], list[str]]:

@@ -14,7 +14,7 @@ import logging
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from eval.fever_score import claim_to_actual, is_strictly_correct
+from eval.fever_score import FeverPrediction, claim_to_actual, hover_correct, is_strictly_correct
 from eval.significance import bootstrap_mean_ci, paired_comparison
 from eval.slices import (
     GRAPH_RETRIEVER,
@@ -30,7 +30,7 @@ from eval.verification_eval import score_records
 from garag.config import Config
 from garag.datasets import Dataset
 from garag.jsonl import read_records
-from garag.types import Claim
+from garag.types import Claim, SentenceId
 
 logger = logging.getLogger(__name__)
 
@@ -50,6 +50,12 @@ def strict_correct(claim: Claim, record: Mapping) -> bool:
         "predicted_evidence": [[p, int(n)] for p, n in record["predicted_evidence"]],
     }
     return is_strictly_correct(merged, MAX_EVIDENCE)
+
+
+def hover_record_correct(claim: Claim, record: Mapping) -> bool:
+    """HoVer's criterion (:func:`eval.fever_score.hover_correct`) on the first five predicted sentences."""
+    evidence = tuple(SentenceId(p, int(n)) for p, n in record["predicted_evidence"])
+    return hover_correct(claim, FeverPrediction(str(record["dataset_label"]), evidence), MAX_EVIDENCE)
 
 
 def _filtered(dataset: Dataset, ids: set[str]) -> Dataset:
@@ -158,6 +164,8 @@ def score_run(
     recs = {n: [by_system[n][json.dumps(c.id)] for c in claims] for n in names}
     correct = {n: [label_correct(c, r) for c, r in zip(claims, recs[n], strict=True)] for n in names}
     strict = {n: [strict_correct(c, r) for c, r in zip(claims, recs[n], strict=True)] for n in names}
+    multi_hop = any(c.num_hops is not None for c in claims)
+    hover = {n: [hover_record_correct(c, r) for c, r in zip(claims, recs[n], strict=True)] for n in names}
     per_system = {
         n: _system_metrics(
             run_dir, n, configs[n], data, claims, recs[n], seed, n_resamples, correct[n], strict[n]
@@ -175,6 +183,8 @@ def score_run(
             "only_one_right": only_one_right([c.id for c in claims], strict[base], strict[other]),
             "hops": {},
         }
+        if multi_hop:
+            pair["hover_score"] = paired_comparison(hover[base], hover[other], n_resamples, seed)
         hops = sorted({c.num_hops for c in claims if c.num_hops is not None})
         for h in hops:
             idx = [i for i, c in enumerate(claims) if c.num_hops == h]
@@ -184,6 +194,9 @@ def score_run(
                 ),
                 "fever_score": paired_comparison(
                     [strict[base][i] for i in idx], [strict[other][i] for i in idx], n_resamples, seed
+                ),
+                "hover_score": paired_comparison(
+                    [hover[base][i] for i in idx], [hover[other][i] for i in idx], n_resamples, seed
                 ),
             }
         paired.append(pair)

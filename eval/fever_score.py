@@ -382,6 +382,41 @@ def score_claims(
     return FeverScores(strict, acc, precision, recall, f1, len(raw))
 
 
+def hover_correct(claim: Claim, prediction: FeverPrediction, max_evidence: int | None = 5) -> bool:
+    """HoVer's score for one claim: the right label and, for every page of the gold evidence, at least
+    one of that page's gold sentences among the (first ``max_evidence``) predicted sentences.
+
+    Unlike FEVER's strict score, a page's other gold sentences may be missing.  A claim without gold
+    evidence needs the right label only.
+    """
+    label = claim.label.value if isinstance(claim.label, Enum) else claim.label
+    if prediction.label != label:
+        return False
+    predicted = set(prediction.evidence if max_evidence is None else prediction.evidence[:max_evidence])
+    if not claim.evidence:
+        return True
+    for group in claim.evidence:  # any one complete gold set suffices, as in FEVER
+        pages: dict[str, set] = {}
+        for sid in group:
+            pages.setdefault(sid.page, set()).add(sid)
+        if all(sids & predicted for sids in pages.values()):
+            return True
+    return False
+
+
+def hover_score(
+    claims: Sequence[Claim], predictions: Sequence[FeverPrediction], max_evidence: int | None = 5
+) -> float:
+    """The share of claims that are :func:`hover_correct`."""
+    if len(claims) != len(predictions):
+        raise ValueError(f"{len(claims)} claims but {len(predictions)} predictions")
+    if not claims:
+        return 0.0
+    return sum(hover_correct(c, p, max_evidence) for c, p in zip(claims, predictions, strict=True)) / len(
+        claims
+    )
+
+
 # --- label metrics
 
 

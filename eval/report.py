@@ -46,6 +46,27 @@ def headline_table(metrics: Mapping) -> str:
             f"{fs[0]:.3f} [{fs[1]:.3f}, {fs[2]:.3f}] | {m['macro_f1']:.3f} | {m['evidence_f1']:.3f} | "
             f"{_f(r.get('recall@5'))} | {_f(r.get('recall@20'))} | {_f(r.get('hit_rate'))} |"
         )
+    hover = [n for n in metrics["systems"] if metrics["per_system"][n].get("groups")]
+    if hover:
+        hops = sorted({h for n in hover for h in metrics["per_system"][n]["groups"]}, key=str)
+        lines += [
+            "",
+            "| system | HoVer score | "
+            + " | ".join(f"{h}-hop acc / macro-F1 / HoVer score" for h in hops)
+            + " |",
+            "|---|---|" + "---|" * len(hops),
+        ]
+        for name in hover:
+            m = metrics["per_system"][name]
+            cells = []
+            for h in hops:
+                g = m["groups"].get(h)
+                cells.append(
+                    f"{g['accuracy']:.3f} / {g['macro_f1']:.3f} / {g.get('hover_score', 0.0):.3f}"
+                    if g
+                    else "-"
+                )
+            lines.append(f"| {name} | {m.get('hover_score', 0.0):.3f} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
 
@@ -71,9 +92,13 @@ def significance_table(metrics: Mapping) -> str:
             _pair_row("accuracy", pair["accuracy"]),
             _pair_row("FEVER score", pair["fever_score"]),
         ]
+        if "hover_score" in pair:
+            lines.append(_pair_row("HoVer score", pair["hover_score"]))
         for hops, c in pair.get("hops", {}).items():
             lines.append(_pair_row(f"accuracy, {hops} hops", c["accuracy"]))
             lines.append(_pair_row(f"FEVER score, {hops} hops", c["fever_score"]))
+            if "hover_score" in c:
+                lines.append(_pair_row(f"HoVer score, {hops} hops", c["hover_score"]))
         only = pair["only_one_right"]
         lines += [
             "",

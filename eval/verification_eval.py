@@ -18,7 +18,14 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from eval.fever_score import FeverPrediction, confusion_matrix, macro_f1, per_class_scores, score_claims
+from eval.fever_score import (
+    FeverPrediction,
+    confusion_matrix,
+    hover_score,
+    macro_f1,
+    per_class_scores,
+    score_claims,
+)
 from eval.retrieval_metrics import retrieval_breakdown
 from eval.run_env import tree_hashes
 from garag.artifacts import settings_hash, write_json_atomic, write_text_atomic
@@ -88,7 +95,7 @@ def run_identity(config: Config, pipe: VerificationPipeline, claims: Sequence[Cl
     """What a prediction run is made from: settings, claims (ids and texts), corpus and model contents."""
     model = pipe.model_path or ""
     return {
-        "config_hash": settings_hash(config.to_dict() | {"eval": None, "paths": None}),
+        "config_hash": settings_hash(config.hash_dict() | {"eval": None, "paths": None}),
         "model": model,
         "model_files": settings_hash(tree_hashes(model)) if model and Path(model).exists() else None,
         "oracle": oracle,
@@ -287,6 +294,7 @@ def score_records(
             "accuracy": sub.accuracy,
             "fever_score": sub.strict,
             "macro_f1": macro_f1([gold_labels[i] for i in members], [predicted[i] for i in members], labels),
+            "hover_score": hover_score([claims[i] for i in members], [preds[i] for i in members]),
             "retrieval": rep.to_dict(),
         }
     return {
@@ -299,6 +307,7 @@ def score_records(
         "evidence_recall": fever.recall,
         "evidence_f1": fever.f1,
         "macro_f1": macro_f1(gold_labels, predicted, labels),
+        **({"hover_score": hover_score(claims, preds)} if per_group else {}),
         "per_class": {
             s.label: {"precision": s.precision, "recall": s.recall, "f1": s.f1, "support": s.support}
             for s in per_class_scores(gold_labels, predicted, labels)
@@ -339,12 +348,16 @@ def metrics_table(name: str, m: dict) -> str:
     if m["groups"]:
         lines += [
             "",
-            "| hops | n | accuracy | FEVER score | macro-F1 | R@5 | R@20 |",
-            "|---|---|---|---|---|---|---|",
+            "| hops | n | accuracy | macro-F1 | HoVer score | FEVER score | R@5 | R@20 |",
+            "|---|---|---|---|---|---|---|---|",
+            f"| all | {m['n']} | {m['label_accuracy']:.3f} | {m['macro_f1']:.3f} | "
+            f"{m.get('hover_score', 0.0):.3f} | {m['fever_score']:.3f} | "
+            f"{m['retrieval'].get('recall@5') or 0:.3f} | {m['retrieval'].get('recall@20') or 0:.3f} |",
         ]
         for g, s in m["groups"].items():
             lines.append(
-                f"| {g} | {s['n']} | {s['accuracy']:.3f} | {s['fever_score']:.3f} | {s['macro_f1']:.3f} | "
+                f"| {g} | {s['n']} | {s['accuracy']:.3f} | {s['macro_f1']:.3f} | "
+                f"{s.get('hover_score', 0.0):.3f} | {s['fever_score']:.3f} | "
                 f"{s['retrieval'].get('recall@5') or 0:.3f} | {s['retrieval'].get('recall@20') or 0:.3f} |"
             )
     secs = m.get("seconds_per_claim", {})
@@ -390,7 +403,12 @@ def evaluate(
     Metrics go to ``metrics.json`` / ``metrics.md`` beside the predictions.
     """
     dataset = get_dataset(
-        config.data.dataset, config.data.claims, config.data.corpus, config.data.claim_format
+        config.data.dataset,
+        config.data.claims,
+        config.data.corpus,
+        config.data.claim_format,
+        config.data.part,
+        config.data.split,
     )
     skipped: dict[str, int] = {}
     if predictions is not None:

@@ -6,12 +6,14 @@ pipeline serves all of them.  Register your own with ``register_dataset``.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from garag.claims import FEVER_LABELS, HOVER_LABELS, read_fever_claims, read_hover_claims
 from garag.errors import ErrorPolicy
+from garag.splits import read_split, select_part
 from garag.types import Claim
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -30,6 +32,8 @@ class Dataset:
         reader: claims reader for the file format.
         verdict_to_label: FEVER verdict -> this dataset's label (for scoring 3-way output).
         ptb_tokenized: whether corpus text uses FEVER's PTB tokens.
+        part: "all", or "tune" / "report": only that part of the split (garag/splits.py).
+        split_path: the split file; None = ``data/splits/<name>.json``.
     """
 
     name: str
@@ -39,10 +43,24 @@ class Dataset:
     reader: Callable[..., Iterator[Claim]]
     verdict_to_label: dict[str, str] = field(default_factory=dict)
     ptb_tokenized: bool = True
+    part: str = "all"
+    split_path: Path | None = None
 
     def claims(self, policy: ErrorPolicy | None = None) -> Iterator[Claim]:
-        """Stream the claims."""
-        return self.reader(self.claims_path, policy)
+        """Stream the claims (of :attr:`part` only, when it is not "all").
+
+        Raises:
+            SplitError: the part's split file is missing, malformed or made from other claims.
+        """
+        stream = self.reader(self.claims_path, policy)
+        if self.part == "all":
+            return stream
+        ids = read_split(self.default_split_path(), self.claims_path)[self.part]
+        return iter(select_part(stream, ids))
+
+    def default_split_path(self) -> Path:
+        """:attr:`split_path`, or ``data/splits/<name>.json``."""
+        return self.split_path or DATA_DIR / "splits" / f"{self.name}.json"
 
 
 def fever(claims: str | Path | None = None, corpus: str | Path | None = None) -> Dataset:
@@ -83,17 +101,31 @@ def register_dataset(name: str, factory: Callable[..., Dataset]) -> None:
     _REGISTRY[name] = factory
 
 
-def get_dataset(name: str, claims: str = "", corpus: str = "", claim_format: str = "fever") -> Dataset:
+def get_dataset(
+    name: str,
+    claims: str = "",
+    corpus: str = "",
+    claim_format: str = "fever",
+    part: str = "all",
+    split: str = "",
+) -> Dataset:
     """A dataset by name; ``custom`` takes explicit paths and a claim format.
+
+    Args:
+        part: "all", "tune" or "report" (see garag/splits.py).
+        split: the split file; "" = ``data/splits/<name>.json``.
 
     Raises:
         ValueError: unknown name, or ``custom`` without paths.
     """
+    if part not in ("all", "tune", "report"):
+        raise ValueError(f"data.part: must be all, tune or report, got {part!r}")
+    extra = {"part": part, "split_path": Path(split) if split else None}
     if name == "custom":
         if not claims or not corpus:
             raise ValueError("data.dataset=custom needs data.claims and data.corpus")
         base = fever if claim_format == "fever" else hover
-        return Dataset(**{**base(claims, corpus).__dict__, "name": Path(claims).stem})
+        return Dataset(**{**base(claims, corpus).__dict__, "name": Path(claims).stem, **extra})
     if name not in _REGISTRY:
         raise ValueError(f"unknown dataset {name!r} (known: {', '.join(sorted(_REGISTRY))}, custom)")
-    return _REGISTRY[name](claims or None, corpus or None)
+    return dataclasses.replace(_REGISTRY[name](claims or None, corpus or None), **extra)

@@ -69,7 +69,12 @@ class RetrievalPipeline:
     def __init__(self, config: Config, dataset: Dataset | None = None, progress: bool = True) -> None:
         self.config = config
         self.dataset = dataset or get_dataset(
-            config.data.dataset, config.data.claims, config.data.corpus, config.data.claim_format
+            config.data.dataset,
+            config.data.claims,
+            config.data.corpus,
+            config.data.claim_format,
+            config.data.part,
+            config.data.split,
         )
         self.progress = progress
         self.store: SentenceStore | None = None

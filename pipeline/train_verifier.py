@@ -29,11 +29,12 @@ from garag.artifacts import (
     verify_checksums,
     write_json_atomic,
 )
-from garag.config import Config, FusionConfig
+from garag.config import Config, FusionConfig, TrainConfig, VerifierConfig
 from garag.datasets import fever
 from garag.errors import ErrorPolicy
 from garag.fingerprint import cached_fingerprint
 from garag.types import Label, SentenceId
+from pipeline.compositional import GENERATOR_VERSION, compose_examples
 from pipeline.retrieval import RetrievalPipeline
 from pipeline.training_data import (
     TrainClaim,
@@ -92,13 +93,32 @@ def _eval_claims_path(config: Config) -> Path:
     return fever().claims_path
 
 
+GARAG_BASE = "garag"
+
+
+def _base_verifier_config(config: Config) -> Config:
+    """The config of garag's default verifier, which ``train.base_model: garag`` continues from."""
+    cfg = copy.deepcopy(config)
+    cfg.train = TrainConfig(
+        train_pairs=config.train.train_pairs, corpus=config.train.corpus, seed=config.train.seed
+    )
+    cfg.verifier = VerifierConfig()
+    return cfg
+
+
+def _resolve_base(config: Config, progress: bool) -> str:
+    if config.train.base_model == GARAG_BASE:
+        return ensure_verifier(_base_verifier_config(config), progress=progress)
+    return resolve_base_model(config.train.base_model)
+
+
 def verifier_artifact_dir(config: Config) -> Path:
     """Where the verifier trained with ``config`` lives (whether or not it exists yet)."""
     fever_cfg = _fever_config(config)
     corpus = fever(corpus=fever_cfg.data.corpus or None).corpus_path
     cache = Path(config.paths.cache_dir)
     settings = {
-        "train": config.train.model_dump(),
+        "train": config.train.hash_dump(),
         "top_k": config.verifier.top_k,
         "premise_format": PREMISE_FORMAT,
         "retrieval": {
@@ -111,6 +131,10 @@ def verifier_artifact_dir(config: Config) -> Path:
         "train_pairs_sha256": file_sha256(_train_pairs_path(config)),
         "eval_claims_sha256": file_sha256(_eval_claims_path(config)),
     }
+    if config.train.compositional > 0:
+        settings["compositional_generator"] = GENERATOR_VERSION
+    if config.train.base_model == GARAG_BASE:
+        settings["base_verifier"] = verifier_artifact_dir(_base_verifier_config(config)).name
     return cache / f"verifier-{settings_hash('verifier', settings, cached_fingerprint(corpus, cache))}"
 
 
@@ -195,6 +219,22 @@ def prepare_examples(
         "train_examples": dict(train_counts),
         "val_examples": dict(val_counts),
     }
+    if tc.compositional > 0:
+        for name, part, lists, seed, examples in (
+            ("train", train_c, retrieved[: len(train_c)], tc.seed + 2, train_ex),
+            ("val", val_c, retrieved[len(train_c) :], tc.seed + 3, val_ex),
+        ):
+            composed, counts = compose_examples(
+                part,
+                lists,
+                pipe.store,
+                n=round(tc.compositional * len(part)),
+                top_k=config.verifier.top_k,
+                seed=seed,
+                bridge_share=tc.bridge_share,
+            )
+            examples.extend(c.example for c in composed)
+            stats[f"{name}_compositional"] = dict(counts)
     return train_ex, val_ex, stats
 
 
@@ -255,7 +295,7 @@ def train_from_fever(config: Config, out_dir: Path, progress: bool = True) -> di
     started = time.time()
     train_ex, val_ex, stats = prepare_examples(config, progress)
     logger.info("verifier data: %s", stats)
-    base = resolve_base_model(config.train.base_model)
+    base = _resolve_base(config, progress)
     result = train_verifier(train_ex, val_ex, config.train, base, out_dir, progress=progress)
     scorer_config = config.verifier.model_copy(update={"model": str(result.model_dir), "nei_bias": 0.0})
     scorer = NLIVerifier(scorer_config, str(result.model_dir)).load()

@@ -30,9 +30,18 @@ def _add_common(p: argparse.ArgumentParser) -> None:
         help="override a config value, e.g. --set bm25.k1=1.2 (repeatable)",
     )
     p.add_argument("--dataset", help="shortcut for --set data.dataset=NAME (fever, hover, custom)")
+    _add_part(p)
     p.add_argument("--no-progress", action="store_true", help="hide progress bars")
     p.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     p.add_argument("--debug", action="store_true", help="show the traceback of an error")
+
+
+def _add_part(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--part",
+        choices=("all", "tune", "report"),
+        help="shortcut for --set data.part=PART: only the tune or report part of the split (data/splits/)",
+    )
 
 
 def _add_run(p: argparse.ArgumentParser) -> None:
@@ -111,6 +120,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--configs", nargs="+", required=True, help="config files, baseline first")
     p.add_argument("--claims", help="claims file used by every config (default: each config's data.claims)")
     p.add_argument("--dataset", help="dataset for every config (fever, hover, custom)")
+    _add_part(p)
     p.add_argument("--sample", type=_positive_int, help="draw N claims stratified by label")
     p.add_argument("--seed", type=int, default=13, help="sampling and bootstrap seed (default 13)")
     p.add_argument("--run-id", help="results sub-directory (default: from dataset, configs, sample, seed)")
@@ -141,6 +151,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--max-edges", type=_positive_int, default=500, help="at most this many edges (default 500)"
     )
+
+    p = sub.add_parser(
+        "split",
+        help="write the tune/report split of the dataset's claims (groups sharing a gold page); once",
+    )
+    _add_common(p)
+    p.add_argument("--tune-fraction", type=float, default=0.4, help="share of claims in tune (default 0.4)")
+    p.add_argument("--seed", type=int, default=2026, help="seed of the group order (default 2026)")
+    p.add_argument("--out", help="split file (default: data/splits/<dataset>.json, or data.split)")
+    p.add_argument("--force", action="store_true", help="overwrite an existing split file")
 
     p = sub.add_parser(
         "llm-model", help="assemble (once) and verify the local GGUF of llm.model; prints its path and sha256"

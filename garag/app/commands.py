@@ -19,6 +19,8 @@ def config_overrides(args: argparse.Namespace) -> list[str]:
     overrides = list(args.overrides)
     if getattr(args, "dataset", None):
         overrides.insert(0, f"data.dataset={args.dataset}")
+    if getattr(args, "part", None):
+        overrides.append(f"data.part={args.part}")
     return overrides
 
 
@@ -76,7 +78,8 @@ def cmd_evaluate_retrieval(args: argparse.Namespace, config: Config) -> int:
 def _run_dir(args: argparse.Namespace, config: Config) -> Path:
     if args.out:
         return Path(args.out)
-    name = f"{config.data.dataset}-baseline" + ("-oracle" if args.oracle else "")
+    part = "" if config.data.part == "all" else f"-{config.data.part}"
+    name = f"{config.data.dataset}{part}-baseline" + ("-oracle" if args.oracle else "")
     return Path(config.paths.results_dir) / name
 
 
@@ -142,7 +145,7 @@ def cmd_compare(args: argparse.Namespace, config: Config) -> int:
         seed=args.seed,
         run_id=args.run_id,
         results_dir=config.paths.results_dir,
-        overrides=args.overrides,
+        overrides=config_overrides(args) if args.part else args.overrides,
         progress=not args.no_progress,
         batch_size=args.batch_size,
         faithfulness=not args.no_faithfulness,
@@ -199,6 +202,22 @@ def cmd_llm_model(args: argparse.Namespace, config: Config) -> int:
     return 0
 
 
+def cmd_split(args: argparse.Namespace, config: Config) -> int:
+    from garag.datasets import get_dataset
+    from garag.errors import ErrorPolicy
+    from garag.splits import write_split
+
+    d = config.data
+    dataset = get_dataset(d.dataset, d.claims, d.corpus, d.claim_format, "all", d.split)
+    out = Path(args.out) if args.out else dataset.default_split_path()
+    if out.exists() and not args.force:
+        raise ValueError(f"{out} exists: a split is made once (--force overwrites it)")
+    claims = list(dataset.claims(ErrorPolicy(skip=d.skip_bad_lines)))
+    doc = write_split(out, dataset.name, dataset.claims_path, claims, args.tune_fraction, args.seed)
+    print(json.dumps({"split": str(out), "groups": doc["groups"], **doc["counts"]}))
+    return 0
+
+
 COMMANDS = {
     "config": cmd_config,
     "llm-model": cmd_llm_model,
@@ -210,4 +229,5 @@ COMMANDS = {
     "predict": cmd_predict,
     "evaluate": cmd_evaluate,
     "compare": cmd_compare,
+    "split": cmd_split,
 }

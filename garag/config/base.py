@@ -54,6 +54,14 @@ class Section(BaseModel):
         extra="forbid", validate_assignment=True, allow_inf_nan=False, validate_default=False
     )
     section: ClassVar[str] = ""
+    # Keys added after artifacts and runs were hashed: left out of :meth:`hash_dump` while at
+    # this default, so that what was built before they existed keeps its hash.
+    HASH_OPTIONAL: ClassVar[dict[str, Any]] = {}
+
+    def hash_dump(self) -> dict:
+        """``model_dump()`` for hashing: :attr:`HASH_OPTIONAL` keys at their default are left out."""
+        dump = self.model_dump()
+        return {k: v for k, v in dump.items() if k not in self.HASH_OPTIONAL or v != self.HASH_OPTIONAL[k]}
 
     def __init__(self, /, **data: Any) -> None:
         try:

@@ -52,6 +52,10 @@ class Config(BaseModel):
         """Plain JSON/YAML-able values, sections in declaration order."""
         return self.model_dump()
 
+    def hash_dict(self) -> dict:
+        """:meth:`to_dict` for run and artifact hashes (see :attr:`Section.HASH_OPTIONAL`)."""
+        return {name: getattr(self, name).hash_dump() for name in type(self).model_fields}
+
 
 def validate_config(data: Any) -> Config:
     """Build a :class:`Config` from a nested mapping.

@@ -64,7 +64,9 @@ class TrainConfig(Section):
     """Fine-tuning the verifier from an encoder checkpoint.
 
     Attributes:
-        base_model: "minilm" (offline all-MiniLM-L6-v2), a hub id or a local path (e.g. DeBERTa-v3).
+        base_model: "minilm" (offline all-MiniLM-L6-v2), a hub id or a local path (e.g. DeBERTa-v3),
+            or "garag": continue from garag's default verifier (trained first when absent), which
+            is how the joint-evidence verifier is made (configs/*-joint.yaml).
         train_pairs: FEVER train (claim, label, page, line, sentence) pairs; "" = the embedded file.
         corpus: wiki-pages corpus holding those sentences (hard negatives come from it); "" = embedded FEVER.
         epochs: maximum epochs (early stopping may end sooner).  3: on all 2,526 paper_dev claims the
@@ -84,6 +86,11 @@ class TrainConfig(Section):
         nei_sentences: sentences in a hard-negative NEI premise (1 = single sentences, matching
             ``verifier.mode: per_sentence``).
         max_claims: use at most this many train claims (0 = all 8,852), for quick runs.
+        compositional: synthetic compositional examples per train claim (0 = none): 2-4 train
+            claims joined into one, SUPPORTS only when every part is supported, with the parts'
+            evidence and retrieved distractors as the premise (pipeline/compositional.py).
+        bridge_share: share of compositional examples built as bridge chains (each part about a
+            page the previous part mentions), as in HoVer.
         seed: random seed for splits, sampling and initialisation.
     """
 
@@ -106,6 +113,10 @@ class TrainConfig(Section):
     nei_sentences: Int = Field(1, ge=1, le=50)
     max_claims: Int = Field(0, ge=0)
     seed: Int = Field(13, ge=0)
+    compositional: Float = Field(0.0, ge=0, le=20)
+    bridge_share: Float = Field(0.5, ge=0, le=1)
+
+    HASH_OPTIONAL: ClassVar[dict[str, object]] = {"compositional": 0.0, "bridge_share": 0.5}
 
 
 class LLMConfig(Section):

@@ -18,14 +18,20 @@ class DataConfig(Section):
         corpus: wiki-pages directory, .jsonl or .zip; empty = the dataset's default.
         claim_format: for "custom": "fever" or "hover".
         skip_bad_lines: skip and count malformed records instead of stopping.
+        part: "all" claims, or only the "tune" or the "report" part of the split (pick settings
+            on tune, report numbers on report; see garag/splits.py).
+        split: the split file; empty = ``data/splits/<dataset>.json``.
     """
 
     section: ClassVar[str] = "data"
+    HASH_OPTIONAL: ClassVar[dict[str, object]] = {"part": "all", "split": ""}
     dataset: Str = "fever"
     claims: Str = ""
     corpus: Str = ""
     claim_format: Literal["fever", "hover"] = "fever"
     skip_bad_lines: Bool = False
+    part: Literal["all", "tune", "report"] = "all"
+    split: Str = ""
 
 
 class PathsConfig(Section):

@@ -609,3 +609,21 @@ def test_label_metrics_match_sklearn(sample: tuple[list[dict], list[dict]]) -> N
     assert macro_f1(gold, pred, labels) == pytest.approx(
         metrics.f1_score(gold, pred, labels=labels, average="macro", zero_division=0)
     )
+
+
+def test_hover_score_needs_one_gold_sentence_per_page_and_the_label():
+    from eval.fever_score import hover_correct, hover_score
+
+    gold = (SentenceId("A", 0), SentenceId("A", 1), SentenceId("B", 2))
+    claim = Claim(1, "c", "SUPPORTED", (gold,), num_hops=2)
+    right = FeverPrediction("SUPPORTED", (SentenceId("X", 0), SentenceId("A", 1), SentenceId("B", 2)))
+    assert hover_correct(claim, right)  # A's other sentence may be missing (FEVER's strict score fails)
+    assert not score_claims([claim], [right]).strict
+    assert not hover_correct(claim, FeverPrediction("NOT_SUPPORTED", right.evidence))
+    assert not hover_correct(claim, FeverPrediction("SUPPORTED", (SentenceId("A", 0),)))  # page B missing
+    late = FeverPrediction(
+        "SUPPORTED", tuple(SentenceId("X", i) for i in range(5)) + (SentenceId("A", 0), SentenceId("B", 2))
+    )
+    assert not hover_correct(claim, late) and hover_correct(claim, late, max_evidence=None)
+    assert hover_correct(Claim(2, "c", "NOT_SUPPORTED"), FeverPrediction("NOT_SUPPORTED"))
+    assert hover_score([claim, claim], [right, late]) == 0.5

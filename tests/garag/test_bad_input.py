@@ -37,7 +37,16 @@ def _prediction(**changes: object) -> dict:
 # (case id, files under the case directory, CLI arguments, exit code, message pattern).
 # "{d}" in arguments and patterns is the case directory; "{corpus}" / "{claims}" the good fixtures.
 PREDICT = ["predict", "--set", "data.dataset=custom", "--set", "data.corpus={corpus}", "--out", "{d}/out"]
-INDEX = ["index", "--no-progress", "--set", "data.dataset=custom", "--set", "data.claims={claims}", "--set", "retrieval.retrievers=[bm25]"]
+INDEX = [
+    "index",
+    "--no-progress",
+    "--set",
+    "data.dataset=custom",
+    "--set",
+    "data.claims={claims}",
+    "--set",
+    "retrieval.retrievers=[bm25]",
+]
 SCORE = ["evaluate", "--set", "data.dataset=custom", "--set", "data.claims={claims}",
          "--set", "data.corpus={corpus}", "--predictions"]  # fmt: skip
 CASES = [

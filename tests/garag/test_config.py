@@ -182,7 +182,7 @@ def test_artifact_settings_keep_their_plain_values() -> None:
     # setting must still hash as the float it was before the schema moved to pydantic.
     c = load_config(overrides=["fusion.weights.graal=3", "bm25.k1=2"])
     assert c.fusion.model_dump()["weights"]["graal"] == 3.0 and isinstance(c.bm25.k1, float)
-    assert json.dumps(c.train.model_dump(), sort_keys=True) == json.dumps(
+    assert json.dumps(c.train.hash_dump(), sort_keys=True) == json.dumps(
         {
             "base_model": "minilm", "train_pairs": "", "corpus": "", "epochs": 3, "learning_rate": 1e-4,
             "weight_decay": 0.01, "warmup_ratio": 0.1, "batch_size": 32, "max_length": 96,
@@ -191,6 +191,27 @@ def test_artifact_settings_keep_their_plain_values() -> None:
         },
         sort_keys=True,
     )  # fmt: skip
+
+
+def test_keys_added_later_leave_old_hashes_alone() -> None:
+    """New keys at their default drop out of the run and artifact hashes (what was built keeps its name)."""
+    from garag.artifacts import settings_hash
+    from pipeline.train_verifier import verifier_artifact_dir
+
+    def run_hash(config) -> str:  # noqa: ANN001 - the run-config hash of evaluate and compare
+        return settings_hash(config.hash_dict() | {"eval": None, "paths": None})
+
+    # the values recorded before these keys existed (stop 16: baseline/graph on FEVER, baseline on HoVer)
+    assert run_hash(load_config("configs/baseline.yaml")) == "564be8d3bf1cda07"
+    assert run_hash(load_config("configs/graph.yaml")) == "4425e3731e17ce8d"
+    assert run_hash(load_config("configs/baseline.yaml", ["data.dataset=hover"])) == "314dd791f77e8963"
+    assert verifier_artifact_dir(load_config()).name == "verifier-b0424bf1807375cf"
+    # set away from its default, a new key counts
+    assert run_hash(load_config("configs/baseline.yaml", ["data.part=tune"])) != "564be8d3bf1cda07"
+    assert (
+        verifier_artifact_dir(load_config(None, ["train.compositional=1"])).name
+        != "verifier-b0424bf1807375cf"
+    )
 
 
 def test_render_config_loads_back_and_names_sources(tmp_path: Path) -> None:
