@@ -55,6 +55,8 @@ def _position_limit(model_config: object) -> int | None:
     if getattr(model_config, "model_type", "") in ("roberta", "xlm-roberta", "camembert"):
         return positions - 2
     return positions
+
+
 # Parameter-name prefixes of classification heads (BERT/DeBERTa/RoBERTa "classifier", decoder models "score").
 _HEAD_PREFIXES = ("classifier", "score")
 
