@@ -62,6 +62,7 @@ def result_record(result: ClaimResult, dataset: Dataset) -> dict:
             f"{h.sentence.page}\t{h.sentence.line}": list(h.sources) for h in result.retrieval.fused[:20]
         },
         "seconds": {k: round(x, 6) for k, x in result.seconds.items()},
+        **({"program": result.program} if result.program is not None else {}),
     }
 
 

@@ -120,6 +120,28 @@ class RuleDecomposer:
             questions.extend(_entity_pair_questions(doc, self.config.max_entity_pairs))
         return dedupe_questions(questions, claim, self.config.max_questions)
 
+    def subclaims(self, claim: str) -> list[str]:
+        """The claim's simple facts as declarative sentences (the Verify steps of a rule program).
+
+        Same clauses as :meth:`decompose` (coordination, relative clauses, appositions), not
+        turned into questions; deduplicated by content words; empty for an empty claim.
+        """
+        claim = re.sub(r"\s+", " ", claim).strip()
+        if not claim:
+            return []
+        doc = self.load()._nlp(claim)
+        out: list[str] = []
+        seen: set[tuple[str, ...]] = set()
+        for tokens, _ in _clauses(doc):
+            toks = [t for t in tokens if t.text not in _SENTENCE_PUNCT]
+            text = _join([t.text for t in toks], toks).strip()
+            key = question_key(text)
+            if not key or key in seen:
+                continue
+            seen.add(key)
+            out.append(text[0].upper() + text[1:] + ".")
+        return out
+
     def claim_entities(self, claim: str) -> list[str]:
         """The claim's named entities and proper-noun phrases (page ids where the linker knows them)."""
         doc = self.load()._nlp(claim)

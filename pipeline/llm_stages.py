@@ -10,13 +10,14 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Sequence
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 
 from garag.llm import LLMClient
 from garag.text import detokenize, page_to_title
 from garag.types import Evidence, Triplet
+from pipeline.programs import Program, ProgramError, RuleProgrammer, program_from_steps, program_or_fallback
 from pipeline.protocols import Decomposer, TripletExtractor
 from prompts import PromptFile, load_prompt
 
@@ -107,6 +108,60 @@ class LLMDecomposer:
                 return []
             return self.fallback.decompose(claim)[: self.max_questions]
         return clean_questions(reply.value.questions, claim, self.max_questions)
+
+
+class ProgramStepReply(BaseModel):
+    """One step of the program prompt's reply."""
+
+    op: Literal["Verify", "Question"]
+    text: str = Field(min_length=1, max_length=300)
+
+
+class ProgramReply(BaseModel):
+    """Reply of the program prompt."""
+
+    steps: list[ProgramStepReply] = Field(min_length=1, max_length=8)
+
+
+class LLMProgrammer:
+    """Claim -> reasoning program from the few-shot program prompt (``prompts/program.yaml``).
+
+    The reply is schema-constrained JSON, then validated as a program (slots answered before
+    use, at least one Verify step, at most ``max_steps``); an unusable reply gives the rule
+    program instead.  ``counts`` tallies "llm" and "fallback" programs.
+
+    Args:
+        client: a loaded LLMClient (cached, so a rerun asks nothing again).
+        fallback: the rule programmer.
+        max_steps: upper bound on steps.
+    """
+
+    name = "llm"
+
+    def __init__(
+        self,
+        client: LLMClient,
+        fallback: RuleProgrammer,
+        max_steps: int = 4,
+        prompt: PromptFile | None = None,
+    ) -> None:
+        self.client = client
+        self.fallback = fallback
+        self.max_steps = max_steps
+        self.prompt = prompt if prompt is not None else load_prompt("program")
+        self.counts: dict[str, int] = {}
+
+    def _ask(self, claim: str) -> Program:
+        messages = self.prompt.render(claim=_norm(claim), max_steps=self.max_steps)
+        reply = self.client.chat_json("program", messages, ProgramReply, prompt_sha=self.prompt.sha256)
+        if reply.value is None:
+            raise ProgramError("the model gave no valid program")
+        return program_from_steps([(s.op, s.text) for s in reply.value.steps], self.max_steps)
+
+    def program(self, claim: str) -> Program:
+        if not claim.strip():
+            raise ValueError("program: the claim is empty")
+        return program_or_fallback(self._ask, self.fallback, claim, self.counts)
 
 
 def format_sentences(evidence: Sequence[Evidence]) -> str:

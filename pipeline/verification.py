@@ -41,6 +41,8 @@ class ClaimResult:
         subquestions: the claim's subquestions (extra retrieval queries).
         graph: graph mode: the ranked fact graph of the claim's evidence pool.
         llm: LLM verifier: calls, tokens and cache hits spent on this claim (batch average).
+        program: reasoning programs: the program, each step's verdict and evidence ids, and
+            how they were combined (see :func:`pipeline.reasoning.run_programs`).
     """
 
     claim: Claim
@@ -51,6 +53,7 @@ class ClaimResult:
     subquestions: tuple[str, ...] = ()
     graph: GraphRanking | None = None
     llm: dict | None = None
+    program: dict | None = None
 
 
 def gold_evidence(claim: Claim, store: SentenceStore) -> list[Evidence]:
@@ -86,6 +89,7 @@ class VerificationPipeline:
         self.decomposer = None
         self.graph: GraphStage | None = None
         self.llm_client = None
+        self.programmer = None
 
     @property
     def dataset(self) -> Dataset:
@@ -108,6 +112,7 @@ class VerificationPipeline:
         uses_llm = (
             cfg.pipeline.verifier == "llm"
             or cfg.decomposition.method == "llm"
+            or cfg.reasoning.programs == "llm"
             or (cfg.pipeline.mode == "graph" and cfg.triplets.method != "syntactic")
         )
         if uses_llm:
@@ -119,6 +124,10 @@ class VerificationPipeline:
 
             self.verifier = LLMVerifier(self.llm_client, fallback=nli, max_evidence=cfg.linearize.max_facts)
         self.decomposer = make_decomposer(cfg, self.llm_client)
+        if cfg.reasoning.programs != "none":
+            from pipeline.reasoning import make_programmer
+
+            self.programmer = make_programmer(cfg, self.llm_client)
         if cfg.pipeline.mode == "graph":
             from pipeline.graph_stage import make_extractor
 
@@ -192,13 +201,38 @@ class VerificationPipeline:
         verdicts = self.verifier.verify_batch(texts, inputs)
         t4 = time.perf_counter()
         timing["verification"] = (t4 - t3) / n
+        programs: list[dict | None] = [None] * len(claims)
+        if self.programmer is not None:
+            from pipeline.reasoning import run_programs
+
+            verdicts, programs = run_programs(self, claims, verdicts, evidence, oracle)
+            timing["reasoning"] = (time.perf_counter() - t4) / n
         llm = _usage_per_claim(before, self.llm_client.stats.snapshot(), n) if before is not None else None
         out = []
-        for c, v, r, e, q, g in zip(claims, verdicts, retrieved, evidence, subq, graphs, strict=True):
+        for c, v, r, e, q, g, p in zip(
+            claims, verdicts, retrieved, evidence, subq, graphs, programs, strict=True
+        ):
             seconds = dict(timing)
             if g is not None:
                 seconds.update(g.seconds)
-            out.append(ClaimResult(c, v, r, tuple(e), seconds, q, g, llm))
+            out.append(ClaimResult(c, v, r, tuple(e), seconds, q, g, llm, p))
+        return out
+
+    def gold_evidence(self, claim: Claim) -> list[Evidence]:
+        """The claim's gold evidence with its text (see :func:`gold_evidence`)."""
+        return gold_evidence(claim, self.store)
+
+    def step_evidence(self, texts: Sequence[str]) -> list[list[Evidence]]:
+        """Evidence for free-standing queries (program steps): retrieval, then the graph ranking in
+        graph mode, the first ``verifier.top_k`` sentences."""
+        k = self.config.verifier.top_k
+        out = []
+        for text, res in zip(texts, self.retrieval.retrieve_batch(list(texts)), strict=True):
+            if self.graph is not None:
+                pool = hits_to_evidence(res.fused, self.store, max(k, self.config.pipeline.evidence_pool))
+                out.append(list(self.graph.rank(text, pool).evidence)[:k])
+            else:
+                out.append(hits_to_evidence(res.fused, self.store, k))
         return out
 
     def iter_results(

@@ -10,7 +10,13 @@ triplets, propagation, linearization).
 """
 
 from garag.config.base import ConfigError, Section, bounds_of, describe_range
-from garag.config.graph import DecompositionConfig, LinearizeConfig, PropagationConfig, TripletConfig
+from garag.config.graph import (
+    DecompositionConfig,
+    LinearizeConfig,
+    PropagationConfig,
+    ReasoningConfig,
+    TripletConfig,
+)
 from garag.config.loader import (
     Config,
     load_config,
@@ -43,6 +49,7 @@ __all__ = [
     "GraalConfig",
     "LLMConfig",
     "LinearizeConfig",
+    "ReasoningConfig",
     "PagesConfig",
     "PathsConfig",
     "PipelineConfig",

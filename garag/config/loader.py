@@ -3,14 +3,20 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic import ValidationError as _ValidationError
 
 from garag.config.base import ConfigError, describe_error
-from garag.config.graph import DecompositionConfig, LinearizeConfig, PropagationConfig, TripletConfig
+from garag.config.graph import (
+    DecompositionConfig,
+    LinearizeConfig,
+    PropagationConfig,
+    ReasoningConfig,
+    TripletConfig,
+)
 from garag.config.models import LLMConfig, TrainConfig, VerifierConfig
 from garag.config.retrieval import (
     BM25Config,
@@ -47,6 +53,11 @@ class Config(BaseModel):
     triplets: TripletConfig = Field(default_factory=TripletConfig)
     propagation: PropagationConfig = Field(default_factory=PropagationConfig)
     linearize: LinearizeConfig = Field(default_factory=LinearizeConfig)
+    reasoning: ReasoningConfig = Field(default_factory=ReasoningConfig)
+
+    # Sections added after runs and artifacts were hashed: left out of :meth:`hash_dict` while
+    # every key has its default.
+    HASH_OPTIONAL_SECTIONS: ClassVar[tuple[str, ...]] = ("reasoning",)
 
     def to_dict(self) -> dict:
         """Plain JSON/YAML-able values, sections in declaration order."""
@@ -54,7 +65,13 @@ class Config(BaseModel):
 
     def hash_dict(self) -> dict:
         """:meth:`to_dict` for run and artifact hashes (see :attr:`Section.HASH_OPTIONAL`)."""
-        return {name: getattr(self, name).hash_dump() for name in type(self).model_fields}
+        out = {}
+        for name in type(self).model_fields:
+            section = getattr(self, name)
+            if name in self.HASH_OPTIONAL_SECTIONS and section == type(section)():
+                continue
+            out[name] = section.hash_dump()
+        return out
 
 
 def validate_config(data: Any) -> Config:

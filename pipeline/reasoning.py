@@ -1,0 +1,191 @@
+"""Running reasoning programs inside the verification pipeline (``reasoning.programs``).
+
+For each claim: its program (:mod:`pipeline.programs`) -> Question steps answered in
+order (each retrieves its own evidence; the answer is the page title of its best
+sentence that the question does not already name, and fills the later steps'
+``{answer_N}`` slots) -> every Verify step retrieves its own evidence (GRAAL over the
+step's entities and the graph ranking in graph mode, as for a claim) -> one batched
+verifier call over all steps -> the AND of the step verdicts (and of the whole
+claim's verdict with ``reasoning.verify_claim``).  The explanation lists every step
+with its verdict and evidence ids.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from garag.config import Config
+from garag.text import normalize_title, page_to_title
+from garag.types import Claim, Evidence, Label, SentenceId, Verdict
+from pipeline.programs import Program, ProgramError, RuleProgrammer, aggregate_steps, fill_slots
+
+MAX_EVIDENCE = 5
+
+
+def make_programmer(config: Config, llm_client: Any = None) -> Any:
+    """The configured programmer: rule-based, or the LLM one with the rule programmer as fallback."""
+    from pipeline.decompose import RuleDecomposer
+
+    rule = RuleProgrammer(RuleDecomposer(config.decomposition).load().subclaims, config.reasoning.max_steps)
+    if config.reasoning.programs == "rule":
+        return rule
+    from pipeline.llm_stages import LLMProgrammer
+
+    return LLMProgrammer(llm_client, rule, config.reasoning.max_steps)
+
+
+def title_answer(question: str, evidence: Sequence[Evidence]) -> str | None:
+    """The page title of the best evidence sentence whose title the question does not name."""
+    asked = question.casefold()
+    for e in evidence:
+        title = page_to_title(e.sentence.page)
+        if normalize_title(e.sentence.page) not in asked:
+            return title
+    return None
+
+
+def _combine(
+    program: Program,
+    steps: list[dict],
+    claim_verdict: Verdict | None,
+) -> Verdict:
+    """The AND of the step verdicts (and the claim's), with every step in the explanation."""
+    used: list[tuple[str, Verdict]] = [(s["var"], s["verdict"]) for s in steps if s["kind"] == "verify"]
+    if claim_verdict is not None:
+        used.append(("claim", claim_verdict))
+    label = aggregate_steps([v.label for _, v in used])
+    support = min(float(v.scores.get(Label.SUPPORTS, 0.0)) for _, v in used)
+    refute = max(float(v.scores.get(Label.REFUTES, 0.0)) for _, v in used)
+    scores = {
+        Label.SUPPORTS: support,
+        Label.REFUTES: refute,
+        Label.NOT_ENOUGH_INFO: max(0.0, 1.0 - support - refute),
+    }
+    # evidence: each step's best sentence first (so that every step's page is cited), then the rest
+    ranked: list[SentenceId] = []
+    lists = [list(v.evidence) for _, v in used]
+    for depth in range(max((len(x) for x in lists), default=0)):
+        for x in lists:
+            if depth < len(x) and x[depth] not in ranked:
+                ranked.append(x[depth])
+    parts = []
+    for s in steps:
+        if s["kind"] == "question":
+            parts.append(f"{s['var']}: {s['text']!r} -> {s.get('answer') or '(no answer)'}")
+        else:
+            ids = ", ".join(f"({e.page}, {e.line})" for e in s["verdict"].evidence[:3]) or "no evidence"
+            parts.append(f"{s['var']}: {s['text']!r} -> {s['verdict'].label.value} [{ids}]")
+    if claim_verdict is not None:
+        parts.append(f"whole claim -> {claim_verdict.label.value}")
+    rule = {
+        Label.SUPPORTS: "every step is supported",
+        Label.REFUTES: "a step is refuted",
+        Label.NOT_ENOUGH_INFO: "a step lacks evidence",
+    }[label]
+    explanation = f"Program ({program.source}): " + "; ".join(parts) + f". {rule} -> {label.value}."
+    return Verdict(label, explanation, tuple(ranked[:MAX_EVIDENCE]), scores)
+
+
+def run_programs(
+    pipe: Any,
+    claims: Sequence[Claim],
+    verdicts: Sequence[Verdict],
+    evidence: Sequence[Sequence[Evidence]],
+    oracle: bool = False,
+) -> tuple[list[Verdict], list[dict]]:
+    """Programs for a batch of claims whose whole-claim verdicts are known.
+
+    Args:
+        pipe: a built :class:`pipeline.verification.VerificationPipeline` with a programmer.
+        claims: the claims.
+        verdicts: each claim's verdict on its own evidence (a step of the AND with
+            ``reasoning.verify_claim``; reused for a step that restates the claim).
+        evidence: the evidence each claim's verdict read.
+        oracle: steps read the claim's gold evidence instead of retrieving.
+
+    Returns:
+        The combined verdicts and, per claim, the JSON-able program record.
+    """
+    cfg = pipe.config
+    programs: list[Program] = [pipe.programmer.program(c.text) for c in claims]
+    records: list[list[dict]] = []
+    # Question steps, in order: each answer may fill later slots (LLM programs only)
+    for program in programs:
+        answers: dict[str, str] = {}
+        steps = []
+        for step in program.steps:
+            try:
+                text = fill_slots(step.text, answers)
+            except ProgramError:
+                text = step.text  # an unanswered slot stays visible; the step is verified as written
+            row = {"var": step.var, "kind": step.kind, "text": text}
+            if step.kind == "question":
+                ev = pipe.step_evidence([text])[0]
+                answer = title_answer(text, ev)
+                if answer:
+                    answers[step.var] = answer
+                row.update({"answer": answer, "evidence": [e.sentence.to_json() for e in ev[:3]]})
+            steps.append(row)
+        records.append(steps)
+    # Verify steps: one retrieval batch and one verifier batch for the whole claim batch
+    todo: list[tuple[int, dict]] = []
+    for i, (claim, steps) in enumerate(zip(claims, records, strict=True)):
+        for row in steps:
+            if row["kind"] != "verify":
+                continue
+            if row["text"].strip().rstrip(".").casefold() == claim.text.strip().rstrip(".").casefold():
+                row["verdict"], row["read"] = verdicts[i], list(evidence[i])
+            else:
+                todo.append((i, row))
+    if todo:
+        texts = [row["text"] for _, row in todo]
+        if oracle:
+            step_ev = [pipe.gold_evidence(claims[i]) if claims[i].verifiable else [] for i, _ in todo]
+            missing = [j for j, ev in enumerate(step_ev) if not ev]
+            if missing:
+                found = pipe.step_evidence([texts[j] for j in missing])
+                for j, ev in zip(missing, found, strict=True):
+                    step_ev[j] = ev
+        else:
+            step_ev = pipe.step_evidence(texts)
+        k = cfg.verifier.top_k
+        step_verdicts = pipe.verifier.verify_batch(texts, [ev[:k] for ev in step_ev])
+        for (_, row), v, ev in zip(todo, step_verdicts, step_ev, strict=True):
+            row["verdict"], row["read"] = v, list(ev[:k])
+    out_verdicts, out_records = [], []
+    for i, (program, steps) in enumerate(zip(programs, records, strict=True)):
+        restated = any(r["kind"] == "verify" and r.get("verdict") is verdicts[i] for r in steps)
+        claim_verdict = verdicts[i] if cfg.reasoning.verify_claim and not restated else None
+        combined = _combine(program, steps, claim_verdict)
+        out_verdicts.append(combined)
+        out_records.append(
+            {
+                "source": program.source,
+                **({"notes": list(program.notes)} if program.notes else {}),
+                "text": program.to_text(),
+                "steps": [
+                    {
+                        "var": r["var"],
+                        "kind": r["kind"],
+                        "text": r["text"],
+                        **(
+                            {"answer": r.get("answer"), "evidence": r.get("evidence", [])}
+                            if r["kind"] == "question"
+                            else {
+                                "label": r["verdict"].label.value,
+                                "scores": {
+                                    lab.value: round(float(p), 6) for lab, p in r["verdict"].scores.items()
+                                },
+                                "evidence": [s.to_json() for s in r["verdict"].evidence],
+                                "read": [e.sentence.to_json() for e in r["read"]],
+                            }
+                        ),
+                    }
+                    for r in steps
+                ],
+                "claim_verdict": claim_verdict.label.value if claim_verdict is not None else None,
+                "label": combined.label.value,
+            }
+        )
+    return out_verdicts, out_records

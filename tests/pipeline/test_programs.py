@@ -1,0 +1,125 @@
+"""Reasoning programs: the parser, slot filling, logical aggregation and the rule programmer (real spaCy)."""
+
+from __future__ import annotations
+
+import pytest
+
+from garag.types import Evidence, Label, SentenceId
+from pipeline.programs import (
+    Program,
+    ProgramError,
+    RuleProgrammer,
+    Step,
+    aggregate_steps,
+    fill_slots,
+    parse_program,
+    program_from_steps,
+    program_or_fallback,
+)
+from pipeline.reasoning import title_answer
+
+PROGRAMFC = """```python
+def program():
+    fact_1 = Verify("Dum Dum Motijheel College is in Kolkata.")
+    answer_1 = Question("Which state is Kolkata the capital of?")
+    fact_2 = Verify(f"Kolkata is the capital of {answer_1}.")
+    label = Predict(fact_1 and fact_2)
+```"""
+
+
+def test_parser_reads_programfc_programs():
+    p = parse_program(PROGRAMFC)
+    assert [(s.var, s.kind) for s in p.steps] == [
+        ("fact_1", "verify"),
+        ("answer_1", "question"),
+        ("fact_2", "verify"),
+    ]
+    assert p.steps[2].text == "Kolkata is the capital of {answer_1}." and p.steps[2].slots == ["answer_1"]
+    assert parse_program(p.to_text()).steps == p.steps  # to_text round-trips
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("", "no Verify or Question step"),
+        ("The claim is true.", "not a program line"),
+        ('answer_1 = Question("Who?")', "at least one Verify step"),
+        ('fact_1 = Verify("{answer_1} was born in Canada.")', "uses answer_1 before a Question assigns it"),
+        ('fact_1 = Verify("A.")\nfact_1 = Verify("B.")', "assigned twice"),
+        ('fact_1 = Verify("A.")\nlabel = Predict(fact_1 or fact_2)', "only 'and'"),
+        ('fact_1 = Verify("A.")\nlabel = Predict(fact_1 and fact_9)', "fact_9"),
+        ('fact_1 = Verify("")', "empty text"),
+        ("\n".join(f'fact_{i} = Verify("A{i}.")' for i in range(9)), "9 steps"),
+    ],
+)
+def test_malformed_programs_are_refused(text: str, message: str):
+    with pytest.raises(ProgramError, match=message):
+        parse_program(text)
+
+
+def test_program_from_steps_numbers_variables_and_checks_ops():
+    p = program_from_steps(
+        [("Question", "Who directed Titanic?"), ("Verify", "{answer_1}  was born in Canada.")]
+    )
+    assert [s.var for s in p.steps] == ["answer_1", "fact_1"] and p.steps[
+        1
+    ].text == "{answer_1} was born in Canada."
+    with pytest.raises(ProgramError, match="unknown step 'Predict'"):
+        program_from_steps([("Predict", "x")])
+    with pytest.raises(ProgramError, match="3 steps"):
+        program_from_steps([("Verify", "a")] * 3, max_steps=2)
+
+
+def test_slots_are_filled_or_refused():
+    assert fill_slots(
+        "{answer_1} was born in {answer_2}.", {"answer_1": "James Cameron", "answer_2": "Canada"}
+    ) == ("James Cameron was born in Canada.")
+    with pytest.raises(ProgramError, match="no answer for"):
+        fill_slots("{answer_3} is tall.", {"answer_1": "x"})
+
+
+def test_aggregation_is_a_logical_and():
+    s, r, n = Label.SUPPORTS, Label.REFUTES, Label.NOT_ENOUGH_INFO
+    assert aggregate_steps([s, s, s]) is s
+    assert aggregate_steps([s, n, s]) is n
+    assert aggregate_steps([s, n, r]) is r
+    with pytest.raises(ValueError):
+        aggregate_steps([])
+
+
+def test_question_answer_is_a_page_title_the_question_does_not_name():
+    ev = [
+        Evidence(SentenceId("Titanic_(1997_film)", 0), "Titanic is a film directed by James Cameron ."),
+        Evidence(SentenceId("James_Cameron", 0), "James Cameron is a Canadian filmmaker ."),
+    ]
+    assert title_answer("Who directed Titanic (1997 film)?", ev) == "James Cameron"
+    assert title_answer("Who is James Cameron?", ev[1:]) is None
+
+
+def test_rule_programmer_splits_clauses_with_real_spacy():
+    from pipeline.decompose import RuleDecomposer
+
+    rule = RuleProgrammer(RuleDecomposer().load().subclaims, max_steps=4)
+    p = rule.program("Dum Dum Motijheel College is located in Kolkata, the capital of West Bengal.")
+    assert [s.text for s in p.steps] == [
+        "Dum Dum Motijheel College is located in Kolkata.",
+        "Kolkata is the capital of West Bengal.",
+    ]
+    single = rule.program("Roman Atwood is a content creator.")
+    assert [s.text for s in single.steps] == [
+        "Roman Atwood is a content creator."
+    ] and single.source == "rule"
+    with pytest.raises(ProgramError):
+        rule.program("   ")
+
+
+def test_unusable_programs_fall_back_to_rules_and_are_counted():
+    rule = RuleProgrammer(lambda claim: ["A is B.", "B is C."], max_steps=4)
+    counts: dict[str, int] = {}
+    bad = program_or_fallback(lambda c: "no program here", rule, "A is B and B is C.", counts)
+    assert bad.source == "rule-fallback" and [s.text for s in bad.steps] == ["A is B.", "B is C."]
+    assert "not a program line" in bad.notes[0]
+    good = program_or_fallback(lambda c: 'fact_1 = Verify("A is B.")', rule, "A is B.", counts)
+    assert good.source == "llm" and counts == {"fallback": 1, "llm": 1}
+    given = Program((Step("verify", "X.", "fact_1"),), source="llm")
+    assert program_or_fallback(lambda c: given, rule, "X.", counts) is given
