@@ -9,7 +9,6 @@ import pytest
 
 from garag.app.cli import main
 
-
 MULTI = [  # claims of several clauses over the fixture pages
     {"id": 7, "verifiable": "VERIFIABLE", "label": "SUPPORTS",
      "claim": "The Beatles, who were formed in Liverpool, were an English rock band.",
@@ -32,8 +31,9 @@ def config(tiny_corpus: Path, tiny_claims: Path, predict_config, tmp_path_factor
 @pytest.mark.parametrize("verify_claim", [True, False])
 def test_predictions_carry_programs_whose_steps_decide_the_label(config: Path, tmp_path: Path, verify_claim):
     out = tmp_path / "run"
+    flag = f"reasoning.verify_claim={str(verify_claim).lower()}"
     args = ["predict", "--config", str(config), "--no-progress", "--out", str(out),
-            "--set", "reasoning.programs=rule", "--set", f"reasoning.verify_claim={str(verify_claim).lower()}"]  # fmt: skip
+            "--set", "reasoning.programs=rule", "--set", flag]  # fmt: skip
     assert main(args) == 0
     records = [json.loads(line) for line in (out / "predictions.jsonl").open(encoding="utf-8")]
     assert records and all("program" in r for r in records)
