@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from eval.fever_score import FeverPrediction, claim_to_actual, hover_correct, is_strictly_correct
+from eval.garag_metrics import garag_metrics
 from eval.significance import bootstrap_mean_ci, paired_comparison
 from eval.slices import (
     GRAPH_RETRIEVER,
@@ -141,6 +142,7 @@ def _system_metrics(
     exists = (lambda s: store.get(s) is not None) if store is not None else (lambda s: True)
     m["explanations"] = explanation_checks(recs, exists, judge)
     m["explanations"]["existence_checked"] = store is not None
+    m["garag"] = garag_metrics(claims, recs, m["explanations"] if store is not None else None)
     m["cost"] = cost_summary(recs, _wall_seconds(pred_dir, name, len(recs)))
     return m
 

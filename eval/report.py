@@ -160,6 +160,30 @@ def explanations_table(metrics: Mapping) -> str:
     return "\n".join(lines) + "\n"
 
 
+GARAG_METRICS = (
+    ("logical_consistency", "logical consistency"),
+    ("hallucination_rate", "hallucination rate"),
+    ("factual_grounding", "factual grounding"),
+    ("graph_coverage", "graph coverage"),
+    ("graph_completeness", "graph completeness"),
+    ("context_precision", "context precision"),
+    ("response_time_s", "response time (s/claim)"),
+)
+
+
+def garag_table(metrics: Mapping) -> str:
+    """The GA-RAG paper's metrics per system ("-" where a metric does not apply; README defines them)."""
+    lines = [
+        "| system | " + " | ".join(title for _, title in GARAG_METRICS) + " |",
+        "|---|" + "---|" * len(GARAG_METRICS),
+    ]
+    for name in metrics["systems"]:
+        g = metrics["per_system"][name].get("garag", {})
+        cells = [("-" if g.get(key) is None else _f(g[key])) for key, _ in GARAG_METRICS]
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
 def cost_table(metrics: Mapping) -> str:
     lines = [
         "| system | stage | mean ms | median ms | p95 ms |",
@@ -286,6 +310,9 @@ def render_report(metrics: Mapping, configs: Mapping[str, Config], figures: Mapp
         "## Explanations",
         "",
         explanations_table(metrics),
+        "## GA-RAG metrics",
+        "",
+        garag_table(metrics),
         "## Cost",
         "",
         cost_table(metrics),

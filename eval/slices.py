@@ -231,20 +231,28 @@ def explanation_checks(
             classifier that reads only the cited sentences and must reach the record's label.
 
     Returns:
-        ``{"n", "with_citations", "cited_exist", "cited_retrieved", "faithful"}``: the last
-        three are shares of explanations with citations (None when there are none; "faithful"
+        ``{"n", "with_citations", "cited_exist", "cited_retrieved", "grounded", "faithful"}``: the
+        last four are shares of explanations with citations (None when there are none; "faithful"
         None without a judge).
     """
     n = len(records)
     cited = [(r, cited_ids(r.get("explanation", ""))) for r in records]
     with_cites = [(r, ids) for r, ids in cited if ids]
     if not with_cites:
-        return {"n": n, "with_citations": 0, "cited_exist": None, "cited_retrieved": None, "faithful": None}
+        return {
+            "n": n,
+            "with_citations": 0,
+            "cited_exist": None,
+            "cited_retrieved": None,
+            "grounded": None,
+            "faithful": None,
+        }
     exist = sum(all(exists(s) for s in ids) for _, ids in with_cites)
-    retrieved = 0
+    retrieved = grounded = 0
     for r, ids in with_cites:
         seen = set(_ids(r.get("retrieved", []))) | set(_ids(r.get("evidence_read", [])))
         retrieved += all(s in seen for s in ids)
+        grounded += all(s in seen and exists(s) for s in ids)
     faithful = None
     if judge is not None:
         faithful = sum(bool(judge(r, ids)) for r, ids in with_cites) / len(with_cites)
@@ -254,6 +262,7 @@ def explanation_checks(
         "with_citations": m,
         "cited_exist": exist / m,
         "cited_retrieved": retrieved / m,
+        "grounded": grounded / m,
         "faithful": faithful,
     }
 

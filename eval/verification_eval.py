@@ -26,6 +26,7 @@ from eval.fever_score import (
     per_class_scores,
     score_claims,
 )
+from eval.garag_metrics import garag_metrics
 from eval.retrieval_metrics import retrieval_breakdown
 from eval.run_env import tree_hashes
 from garag.artifacts import settings_hash, write_json_atomic, write_text_atomic
@@ -63,6 +64,7 @@ def result_record(result: ClaimResult, dataset: Dataset) -> dict:
         },
         "seconds": {k: round(x, 6) for k, x in result.seconds.items()},
         **({"program": result.program} if result.program is not None else {}),
+        **({"graph": result.graph.to_json()} if result.graph is not None else {}),
     }
 
 
@@ -317,6 +319,7 @@ def score_records(
         "retrieval": breakdown.overall.to_dict(),
         "groups": per_group,
         "seconds_per_claim": {k: sum(v) / len(v) for k, v in seconds.items()},
+        "garag": garag_metrics(claims, recs),
     }
 
 
@@ -361,6 +364,13 @@ def metrics_table(name: str, m: dict) -> str:
                 f"{s.get('hover_score', 0.0):.3f} | {s['fever_score']:.3f} | "
                 f"{s['retrieval'].get('recall@5') or 0:.3f} | {s['retrieval'].get('recall@20') or 0:.3f} |"
             )
+    g = m.get("garag") or {}
+    shown = {k: v for k, v in g.items() if v is not None}
+    if shown:
+        lines += [
+            "",
+            "GA-RAG metrics: " + ", ".join(f"{k.replace('_', ' ')} {v:.3f}" for k, v in shown.items()),
+        ]
     secs = m.get("seconds_per_claim", {})
     if secs:
         lines += ["", "Seconds per claim: " + ", ".join(f"{k} {v * 1000:.1f} ms" for k, v in secs.items())]

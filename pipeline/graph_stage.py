@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from garag.config import Config
+from garag.text import normalize_title
 from garag.types import Evidence, SentenceId
 from pipeline.graph_reasoning import RankedFact, rank_facts
 from pipeline.linearize import ranked_evidence
@@ -34,11 +35,28 @@ class GraphRanking:
         evidence: the pool re-ranked by the graph, best first (scores are eq. 4 scores).
         facts: the ranked fact nodes with their triplets.
         seconds: wall seconds of "triplets" and "graph".
+        claim_entities: the claim's entities (names or page ids).
+        covered: those of them that are nodes of the local graph: a triplet's subject or object,
+            or the title of a pool sentence's page (case and spacing ignored).
+        pool: the sentences the local graph was built from.
     """
 
     evidence: tuple[Evidence, ...]
     facts: tuple[RankedFact, ...]
     seconds: dict[str, float] = field(default_factory=dict)
+    claim_entities: tuple[str, ...] = ()
+    covered: tuple[str, ...] = ()
+    pool: tuple[SentenceId, ...] = ()
+
+    def to_json(self) -> dict:
+        """The graph's summary in a prediction record (GA-RAG graph coverage and completeness)."""
+        return {
+            "entities": list(self.claim_entities),
+            "covered": list(self.covered),
+            "pool": [s.to_json() for s in self.pool],
+            "facts": len(self.facts),
+            "triplets": sum(len(f.triplets) for f in self.facts),
+        }
 
     def triplet_lines(self, per_fact: int = 3) -> dict[SentenceId, list[str]]:
         """``subject | relation | object (confidence)`` lines per sentence, for the LLM prompt."""
@@ -141,7 +159,21 @@ class GraphStage:
         facts = rank_facts(pool, triplets, self.config.propagation, sims=sims, claim_entities=entities)
         ranked = ranked_evidence(facts, pool)
         t2 = time.perf_counter()
-        return GraphRanking(tuple(ranked), tuple(facts), {"triplets": t1 - t0, "graph": t2 - t1})
+        nodes = {normalize_title(e.sentence.page) for e in pool}
+        nodes |= {_node_key(x) for f in facts for t in f.triplets for x in (t.subject, t.object)}
+        covered = tuple(e for e in entities if _node_key(e) in nodes or normalize_title(e) in nodes)
+        return GraphRanking(
+            tuple(ranked),
+            tuple(facts),
+            {"triplets": t1 - t0, "graph": t2 - t1},
+            tuple(entities),
+            covered,
+            tuple(e.sentence for e in pool),
+        )
+
+
+def _node_key(name: str) -> str:
+    return " ".join(name.casefold().split())
 
 
 def cosine_similarity_fn(encode_query: Callable[[list[str]], np.ndarray], vectors: Callable) -> Similarity:

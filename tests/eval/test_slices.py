@@ -119,7 +119,8 @@ def test_explanation_checks():
     out = explanation_checks(recs, corpus.__contains__, judge=lambda r, ids: r["id"] != 2)
     # with citations: 1, 2, 3. exist: 1 and 3 (Z,9 is not in the corpus); retrieved: 1 and 2.
     assert out == {
-        "n": 4, "with_citations": 3, "cited_exist": 2 / 3, "cited_retrieved": 2 / 3, "faithful": 2 / 3,
+        "n": 4, "with_citations": 3, "cited_exist": 2 / 3, "cited_retrieved": 2 / 3, "grounded": 1 / 3,
+        "faithful": 2 / 3,
     }  # fmt: skip
     assert explanation_checks(recs[3:], corpus.__contains__)["cited_exist"] is None
 
