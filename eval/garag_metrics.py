@@ -1,7 +1,8 @@
 """The GA-RAG paper's run metrics, computed from prediction records (definitions in the README).
 
 * logical consistency: share of program verdicts equal to the AND of their step verdicts
-  (and of the whole claim's verdict where it was a step); None for runs without programs.
+  (and of the whole claim's verdict where it was a step); None for runs without programs or
+  whose programs only gather evidence (``reasoning.combine: union``).
 * hallucination rate: share of explanations with citations that an NLI judge reading only the
   cited sentences does not find entailed (1 - "faithful (NLI)"); None where no judge ran.
 * factual grounding: share of explanations with citations whose every cited sentence exists in
@@ -28,7 +29,7 @@ def _ids(pairs: Sequence) -> list[SentenceId]:
 
 def logical_consistency(records: Sequence[Mapping]) -> float | None:
     """Share of records whose label is the AND of their program's step verdicts (None: no programs)."""
-    with_programs = [r for r in records if r.get("program")]
+    with_programs = [r for r in records if r.get("program") and r["program"].get("combine") != "union"]
     if not with_programs:
         return None
     agree = 0

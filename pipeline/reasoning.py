@@ -87,13 +87,75 @@ def _combine(
     return Verdict(label, explanation, tuple(ranked[:MAX_EVIDENCE]), scores)
 
 
+def interleave(lists: Sequence[Sequence[Evidence]], k: int) -> list[Evidence]:
+    """The first ``k`` distinct sentences taking each list's next best in turn."""
+    out: list[Evidence] = []
+    seen: set[SentenceId] = set()
+    for depth in range(max((len(x) for x in lists), default=0)):
+        for x in lists:
+            if depth < len(x) and x[depth].sentence not in seen:
+                seen.add(x[depth].sentence)
+                out.append(x[depth])
+                if len(out) >= k:
+                    return out
+    return out
+
+
+def _union_verdicts(
+    pipe: Any,
+    claims: Sequence[Claim],
+    programs: Sequence[Program],
+    records: Sequence[list[dict]],
+    evidence: Sequence[Sequence[Evidence]],
+) -> tuple[list[Verdict], list[dict], list[list[Evidence]]]:
+    """``combine: union``: each claim verified once on its own and its steps' evidence together."""
+    k = pipe.config.verifier.top_k
+    union = [
+        interleave([list(evidence[i])] + [r.get("read", []) for r in steps if r["kind"] == "verify"], k)
+        for i, steps in enumerate(records)
+    ]
+    verdicts = list(pipe.verifier.verify_batch([c.text for c in claims], union))
+    for i, (program, v) in enumerate(zip(programs, verdicts, strict=True)):
+        steps = "; ".join(f"{s.var}: {s.text!r}" for s in program.steps)
+        verdicts[i] = Verdict(
+            v.label,
+            f"Program ({program.source}; the claim read with every step's evidence): {steps}. "
+            + v.explanation,
+            v.evidence,
+            v.scores,
+        )
+    out_records = []
+    for program, steps, v, ev in zip(programs, records, verdicts, union, strict=True):
+        out_records.append(
+            {
+                "source": program.source,
+                **({"notes": list(program.notes)} if program.notes else {}),
+                "text": program.to_text(),
+                "combine": "union",
+                "steps": [
+                    {"var": r["var"], "kind": r["kind"], "text": r["text"]}
+                    | (
+                        {"answer": r.get("answer"), "evidence": r.get("evidence", [])}
+                        if r["kind"] == "question"
+                        else {"read": [e.sentence.to_json() for e in r.get("read", [])]}
+                    )
+                    for r in steps
+                ],
+                "read": [e.sentence.to_json() for e in ev],
+                "claim_verdict": None,
+                "label": v.label.value,
+            }
+        )
+    return verdicts, out_records, union
+
+
 def run_programs(
     pipe: Any,
     claims: Sequence[Claim],
     verdicts: Sequence[Verdict],
     evidence: Sequence[Sequence[Evidence]],
     oracle: bool = False,
-) -> tuple[list[Verdict], list[dict]]:
+) -> tuple[list[Verdict], list[dict], list[list[Evidence]]]:
     """Programs for a batch of claims whose whole-claim verdicts are known.
 
     Args:
@@ -105,7 +167,8 @@ def run_programs(
         oracle: steps read the claim's gold evidence instead of retrieving.
 
     Returns:
-        The combined verdicts and, per claim, the JSON-able program record.
+        The combined verdicts, per claim the JSON-able program record, and the evidence the
+        final verdict read (the claim's own for ``combine: and``, the union for ``union``).
     """
     cfg = pipe.config
     programs: list[Program] = [pipe.programmer.program(c.text) for c in claims]
@@ -150,9 +213,15 @@ def run_programs(
         else:
             step_ev = pipe.step_evidence(texts)
         k = cfg.verifier.top_k
-        step_verdicts = pipe.verifier.verify_batch(texts, [ev[:k] for ev in step_ev])
-        for (_, row), v, ev in zip(todo, step_verdicts, step_ev, strict=True):
-            row["verdict"], row["read"] = v, list(ev[:k])
+        if cfg.reasoning.combine == "union":
+            for (_, row), ev in zip(todo, step_ev, strict=True):
+                row["read"] = list(ev[:k])
+        else:
+            step_verdicts = pipe.verifier.verify_batch(texts, [ev[:k] for ev in step_ev])
+            for (_, row), v, ev in zip(todo, step_verdicts, step_ev, strict=True):
+                row["verdict"], row["read"] = v, list(ev[:k])
+    if cfg.reasoning.combine == "union":
+        return _union_verdicts(pipe, claims, programs, records, evidence)
     out_verdicts, out_records = [], []
     for i, (program, steps) in enumerate(zip(programs, records, strict=True)):
         restated = any(r["kind"] == "verify" and r.get("verdict") is verdicts[i] for r in steps)
@@ -188,4 +257,4 @@ def run_programs(
                 "label": combined.label.value,
             }
         )
-    return out_verdicts, out_records
+    return out_verdicts, out_records, [list(e) for e in evidence]

@@ -205,7 +205,7 @@ class VerificationPipeline:
         if self.programmer is not None:
             from pipeline.reasoning import run_programs
 
-            verdicts, programs = run_programs(self, claims, verdicts, evidence, oracle)
+            verdicts, programs, evidence = run_programs(self, claims, verdicts, evidence, oracle)
             timing["reasoning"] = (time.perf_counter() - t4) / n
         llm = _usage_per_claim(before, self.llm_client.stats.snapshot(), n) if before is not None else None
         out = []

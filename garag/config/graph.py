@@ -39,6 +39,10 @@ class ReasoningConfig(Section):
         max_steps: at most this many steps per program.
         verify_claim: also verify the whole claim on its own retrieved evidence, as one more
             step of the AND.
+        combine: "and": the verdict is the logical AND of the step verdicts (each step verified on
+            its own evidence); "union": the steps only gather evidence, and the whole claim is
+            verified once on the union of its own and its steps' evidence (interleaved by rank,
+            the first ``verifier.top_k``), so a joint-evidence verifier reads every hop together.
         answer_from: how a Question step's answer is taken from its top evidence: "title" =
             the page title of the best sentence whose title the question does not already name.
     """
@@ -47,6 +51,7 @@ class ReasoningConfig(Section):
     programs: Literal["none", "rule", "llm"] = "none"
     max_steps: Int = Field(4, ge=1, le=8)
     verify_claim: Bool = True
+    combine: Literal["and", "union"] = "and"
     answer_from: Literal["title"] = "title"
 
 

@@ -60,3 +60,23 @@ def test_predictions_carry_programs_whose_steps_decide_the_label(config: Path, t
             assert prog["claim_verdict"] is None
         assert "reasoning" in r["seconds"]
     assert split >= 1, "some fixture claim has more than one clause"
+
+
+def test_union_programs_verify_the_claim_once_on_every_step_evidence(config: Path, tmp_path: Path):
+    out = tmp_path / "run"
+    args = ["predict", "--config", str(config), "--no-progress", "--out", str(out),
+            "--set", "reasoning.programs=rule", "--set", "reasoning.combine=union"]  # fmt: skip
+    assert main(args) == 0
+    records = [json.loads(line) for line in (out / "predictions.jsonl").open(encoding="utf-8")]
+    multi = [r for r in records if len([s for s in r["program"]["steps"] if s["kind"] == "verify"]) > 1]
+    assert multi
+    for r in records:
+        prog = r["program"]
+        assert prog["combine"] == "union" and r["predicted_label"] == prog["label"]
+        assert r["evidence_read"] == prog["read"] and len(r["evidence_read"]) <= 3  # verifier.top_k
+        assert r["explanation"].startswith("Program (rule; the claim read with every step's evidence)")
+    for r in multi:  # every step's best sentence is among what the verifier read
+        read = {tuple(x) for x in r["evidence_read"]}
+        for s in r["program"]["steps"]:
+            if s["kind"] == "verify" and s["read"]:
+                assert tuple(s["read"][0]) in read
