@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from garag.config import Config
 from garag.datasets import Dataset
 from garag.store import SentenceStore
-from garag.types import Claim, Evidence, Hit, SentenceId, Verdict
+from garag.types import Claim, Evidence, Hit, Label, SentenceId, Verdict
 from pipeline.graph_stage import GraphRanking, GraphStage, cosine_similarity_fn, make_decomposer
 from pipeline.retrieval import RetrievalPipeline, RetrievalResult
 from pipeline.train_verifier import ensure_verifier
@@ -207,6 +207,9 @@ class VerificationPipeline:
 
             verdicts, programs, evidence = run_programs(self, claims, verdicts, evidence, oracle)
             timing["reasoning"] = (time.perf_counter() - t4) / n
+        threshold = cfg.verifier.two_way_threshold
+        if threshold is not None and len(self.dataset.labels) == 2:
+            verdicts = [two_way(v, threshold) for v in verdicts]
         llm = _usage_per_claim(before, self.llm_client.stats.snapshot(), n) if before is not None else None
         out = []
         for c, v, r, e, q, g, p in zip(
@@ -241,6 +244,25 @@ class VerificationPipeline:
         """``run`` over many claims in batches, yielding results in order."""
         for i in range(0, len(claims), batch_size):
             yield from self.run(claims[i : i + batch_size], oracle=oracle)
+
+
+def two_way(verdict: Verdict, threshold: float) -> Verdict:
+    """The 2-way decision: SUPPORTS when its score reaches ``threshold``, else the likelier other label."""
+    support = float(verdict.scores.get(Label.SUPPORTS, 0.0))
+    if support >= threshold:
+        label = Label.SUPPORTS
+    else:
+        refute = float(verdict.scores.get(Label.REFUTES, 0.0))
+        label = (
+            Label.REFUTES
+            if refute >= float(verdict.scores.get(Label.NOT_ENOUGH_INFO, 0.0))
+            else (Label.NOT_ENOUGH_INFO)
+        )
+    if label is verdict.label:
+        return verdict
+    side = ">=" if support >= threshold else "<"
+    note = f" Two-way decision: SUPPORTS score {support:.3f} {side} {threshold:g}."
+    return Verdict(label, verdict.explanation + note, verdict.evidence, verdict.scores)
 
 
 def predicted_evidence(result: ClaimResult, limit: int = 5) -> list[SentenceId]:

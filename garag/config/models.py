@@ -36,9 +36,13 @@ class VerifierConfig(Section):
         max_length: tokens per (premise, claim) pair.
         batch_size: pairs per forward pass.
         device: "auto", "cpu" or "cuda".
+        two_way_threshold: for 2-way datasets (HoVer: SUPPORTED / NOT_SUPPORTED): call a claim
+            SUPPORTS when its SUPPORTS score reaches this (else the likelier of REFUTES and NEI);
+            None = the 3-way argmax.  Pick it on the tune part.
     """
 
     section: ClassVar[str] = "verifier"
+    HASH_OPTIONAL: ClassVar[dict[str, object]] = {"two_way_threshold": None}
     model: Str = ""
     label_map: StrMap = Field(default_factory=dict)
     mode: Literal["concat", "per_sentence"] = "per_sentence"
@@ -50,6 +54,7 @@ class VerifierConfig(Section):
     max_length: Int = Field(128, ge=16, le=8192)
     batch_size: Int = Field(32, ge=1)
     device: Literal["auto", "cpu", "cuda", "mps"] = "auto"
+    two_way_threshold: Float | None = Field(None, ge=0, le=1)
 
     @field_validator("label_map")
     @classmethod

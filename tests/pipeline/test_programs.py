@@ -123,3 +123,17 @@ def test_unusable_programs_fall_back_to_rules_and_are_counted():
     assert good.source == "llm" and counts == {"fallback": 1, "llm": 1}
     given = Program((Step("verify", "X.", "fact_1"),), source="llm")
     assert program_or_fallback(lambda c: given, rule, "X.", counts) is given
+
+
+def test_two_way_decision_thresholds_the_supports_score():
+    from garag.types import Verdict
+    from pipeline.verification import two_way
+
+    scores = {Label.SUPPORTS: 0.4, Label.REFUTES: 0.25, Label.NOT_ENOUGH_INFO: 0.35}
+    v = Verdict(Label.SUPPORTS, "e.", (SentenceId("A", 0),), scores)
+    assert two_way(v, 0.4) is v
+    low = two_way(v, 0.5)
+    assert low.label is Label.NOT_ENOUGH_INFO and "SUPPORTS score 0.400 < 0.5" in low.explanation
+    assert low.evidence == v.evidence and low.scores == v.scores
+    nei = Verdict(Label.NOT_ENOUGH_INFO, "e.", (), scores)
+    assert two_way(nei, 0.3).label is Label.SUPPORTS

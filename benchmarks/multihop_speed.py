@@ -1,0 +1,99 @@
+"""Seconds per claim of the multi-hop pipelines on 2 CPU cores (issue 18's speed goals).
+
+Runs each config over the first ``--claims`` HoVer claims of a part (tune by default) in
+batches, twice for configs with LLM programs (cold program cache, then warm), and
+writes ``benchmarks/results/multihop_speed.{json,md}``.  Goals: NLI-path graph RAG
+<= 0.5 s per claim; LLM-program path <= 5 s per claim with a cold program cache.
+
+    python benchmarks/multihop_speed.py --cache cache \\
+        --configs configs/baseline-joint.yaml configs/graph-joint.yaml [--claims 50]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from garag.config import load_config
+from pipeline.verification import VerificationPipeline
+
+OUT = Path(__file__).resolve().parent / "results"
+
+
+def _timed(pipe: VerificationPipeline, claims: list, batch: int) -> tuple[float, dict[str, float]]:
+    t = time.perf_counter()
+    results = list(pipe.iter_results(claims, batch_size=batch))
+    per_claim = (time.perf_counter() - t) / len(claims)
+    stages = sorted({k for r in results for k in r.seconds})
+    return per_claim, {k: sum(r.seconds.get(k, 0.0) for r in results) / len(results) for k in stages}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--configs", nargs="+", required=True)
+    ap.add_argument("--claims", type=int, default=50)
+    ap.add_argument("--part", default="tune", choices=("all", "tune", "report"))
+    ap.add_argument("--dataset", default="hover")
+    ap.add_argument("--cache", default="cache")
+    ap.add_argument("--batch", type=int, default=32)
+    ap.add_argument("--set", dest="overrides", action="append", default=[])
+    args = ap.parse_args(argv)
+    rows = []
+    for path in args.configs:
+        overrides = [
+            f"data.dataset={args.dataset}",
+            f"data.part={args.part}",
+            f"paths.cache_dir={args.cache}",
+            *args.overrides,
+        ]
+        config = load_config(path, overrides)
+        llm_programs = config.reasoning.programs == "llm"
+        llm_cache = None
+        pipe = VerificationPipeline(config, progress=False).build()
+        if llm_programs:  # a private, empty response cache, so that the first pass is cold
+            from garag.llm.cache import ResponseCache
+
+            llm_cache = Path(tempfile.mkdtemp(prefix="garag-bench-llm-"))
+            pipe.llm_client._cache = ResponseCache(llm_cache / "responses.sqlite")
+        claims = list(pipe.dataset.claims())[: args.claims]
+        pipe.run(claims[:2])  # warm-up: models loaded, first batch compiled
+        cold, stages = _timed(pipe, claims, args.batch)
+        row = {"config": path, "claims": len(claims), "s_per_claim": cold, "stages": stages}
+        if llm_programs:
+            row["s_per_claim_warm"], _ = _timed(pipe, claims, args.batch)
+            shutil.rmtree(llm_cache, ignore_errors=True)
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+    args_used = sys.argv[1:] if argv is None else argv
+    result = {
+        "rows": rows,
+        "cpus": os.cpu_count(),
+        "command": " ".join(["python benchmarks/multihop_speed.py", *args_used]),
+    }
+    OUT.mkdir(parents=True, exist_ok=True)
+    (OUT / "multihop_speed.json").write_text(json.dumps(result, indent=2) + "\n")
+    lines = [
+        f"# Multi-hop pipeline speed ({args.dataset} {args.part} part, {os.cpu_count()} cores, "
+        f"batch {args.batch})",
+        "",
+        f"Command: `{result['command']}`",
+        "",
+        "| config | claims | s/claim | s/claim, warm LLM cache | ms/claim by stage |",
+        "| --- | ---: | ---: | ---: | --- |",
+    ]
+    for r in rows:
+        warm = f"{r['s_per_claim_warm']:.3f}" if "s_per_claim_warm" in r else "-"
+        stages = ", ".join(f"{k} {1000 * v:.0f}" for k, v in r["stages"].items())
+        lines.append(f"| {r['config']} | {r['claims']} | {r['s_per_claim']:.3f} | {warm} | {stages} |")
+    (OUT / "multihop_speed.md").write_text("\n".join(lines) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
