@@ -40,9 +40,10 @@ BETAS = (0.2, 0.5, 1.0, 2.0, 4.0)
 LAMBDAS = ((0.7, 0.15, 0.15), (1.0, 0.0, 0.0))
 
 
-def pools(dataset: str, sample: int, seed: int) -> list[tuple]:
+def pools(dataset: str, sample: int, seed: int, part: str = "all", cache: str = "cache") -> list[tuple]:
     """(claim, pool, triplets, sims, claim entities) per verifiable claim, computed once."""
-    cfg = load_config(ROOT / "configs" / "graph.yaml", [f"data.dataset={dataset}"])
+    overrides = [f"data.dataset={dataset}", f"data.part={part}", f"paths.cache_dir={cache}"]
+    cfg = load_config(ROOT / "configs" / "graph.yaml", overrides)
     pipe = VerificationPipeline(cfg, progress=False).build()
     claims = [c for c in pipe.dataset.claims(ErrorPolicy(skip=True)) if c.verifiable]
     if sample:
@@ -78,7 +79,10 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--fever-sample", type=int, default=600, help="verifiable FEVER claims (0 = all)")
     ap.add_argument("--seed", type=int, default=13)
+    ap.add_argument("--part", default="all", choices=("all", "tune", "report"), help="claims of the split")
+    ap.add_argument("--cache", default="cache", help="garag's cache directory")
     args = ap.parse_args()
+    suffix = "" if args.part == "all" else f"_{args.part}"
     settings: dict[str, PropagationConfig | None] = {"fused order (no re-ranking)": None}
     base = PropagationConfig()
     for a, b, lam in itertools.product(ALPHAS, BETAS, LAMBDAS):
@@ -91,7 +95,7 @@ def main() -> None:
     counts = {}
     for dataset, sample in (("hover", 0), ("fever", args.fever_sample)):
         t0 = time.perf_counter()
-        rows = pools(dataset, sample, args.seed)
+        rows = pools(dataset, sample, args.seed, args.part, args.cache)
         counts[dataset] = len(rows)
         print(f"{dataset}: {len(rows)} claims, pools in {time.perf_counter() - t0:.0f} s", flush=True)
         for name, prop in settings.items():
@@ -100,8 +104,9 @@ def main() -> None:
     lines = [
         "# Graph re-ranking: complete gold sets in the verifier's top-5",
         "",
-        f"`python benchmarks/graph_rerank_grid.py --fever-sample {args.fever_sample} --seed {args.seed}`; "
-        f"verifiable claims: HoVer {counts['hover']}, FEVER {counts['fever']} "
+        f"`python benchmarks/graph_rerank_grid.py --fever-sample {args.fever_sample} --seed {args.seed} "
+        f"--part {args.part}`; "
+        f"verifiable claims ({args.part} part): HoVer {counts['hover']}, FEVER {counts['fever']} "
         f"(stratified, seed {args.seed}). "
         "Pools: configs/graph.yaml (decomposition, fusion with GRAAL, top-20, syntactic triplets). "
         "a, b: eq. 2's alpha and beta; l: eq. 4's lambda1-3; gamma 0.5, 3 iterations.",
@@ -110,10 +115,10 @@ def main() -> None:
         "|---|---|---|",
     ]
     lines += [f"| {name} | {row['hover']:.3f} | {row['fever']:.3f} |" for name, row in table.items()]
-    write_text_atomic(RESULTS / "graph_rerank_grid.md", "\n".join(lines) + "\n")
-    summary = {"claims": counts, "seed": args.seed, "r_at_5": table}
-    write_json_atomic(RESULTS / "graph_rerank_grid.json", summary)
-    print(f"written: {RESULTS / 'graph_rerank_grid.md'}")
+    write_text_atomic(RESULTS / f"graph_rerank_grid{suffix}.md", "\n".join(lines) + "\n")
+    summary = {"claims": counts, "seed": args.seed, "part": args.part, "r_at_5": table}
+    write_json_atomic(RESULTS / f"graph_rerank_grid{suffix}.json", summary)
+    print(f"written: {RESULTS / f'graph_rerank_grid{suffix}.md'}")
 
 
 if __name__ == "__main__":
