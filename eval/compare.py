@@ -35,7 +35,7 @@ from eval.run_env import environment, file_sha256, tree_hashes
 from eval.verification_eval import RETRIEVED_KEPT, result_record, validate_claims
 from garag.artifacts import settings_hash, write_json_atomic, write_text_atomic
 from garag.config import Config, load_config
-from garag.datasets import Dataset, get_dataset
+from garag.datasets import Dataset, dataset_from_config
 from garag.errors import ErrorPolicy
 from garag.jsonl import ResumableJsonl
 from garag.runs import output_dir, run_lock, set_aside
@@ -96,8 +96,7 @@ def load_systems(configs: Sequence[str | Path], overrides: Sequence[str] = ()) -
 
 
 def dataset_of(config: Config) -> Dataset:
-    d = config.data
-    return get_dataset(d.dataset, d.claims, d.corpus, d.claim_format, d.part, d.split)
+    return dataset_from_config(config.data)
 
 
 def stratified_sample(claims: Sequence[Claim], n: int, seed: int) -> list[Claim]:

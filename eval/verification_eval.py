@@ -32,7 +32,7 @@ from eval.run_env import tree_hashes
 from garag.artifacts import settings_hash, write_json_atomic, write_text_atomic
 from garag.claims import is_claim_id, is_line_number
 from garag.config import Config
-from garag.datasets import Dataset, get_dataset
+from garag.datasets import Dataset, dataset_from_config
 from garag.errors import ErrorPolicy, InputError
 from garag.fingerprint import cached_fingerprint
 from garag.jsonl import ResumableJsonl, read_records
@@ -413,14 +413,7 @@ def evaluate(
 
     Metrics go to ``metrics.json`` / ``metrics.md`` beside the predictions.
     """
-    dataset = get_dataset(
-        config.data.dataset,
-        config.data.claims,
-        config.data.corpus,
-        config.data.claim_format,
-        config.data.part,
-        config.data.split,
-    )
+    dataset = dataset_from_config(config.data)
     skipped: dict[str, int] = {}
     if predictions is not None:
         path, out = predictions, predictions.parent

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from garag.claims import FEVER_LABELS, HOVER_LABELS, read_fever_claims, read_hover_claims
+from garag.config import DataConfig
 from garag.errors import ErrorPolicy
 from garag.splits import read_split, select_part
 from garag.types import Claim
@@ -99,6 +100,11 @@ _REGISTRY: dict[str, Callable[..., Dataset]] = {"fever": fever, "hover": hover}
 def register_dataset(name: str, factory: Callable[..., Dataset]) -> None:
     """Make a dataset available by name to the CLI and configs."""
     _REGISTRY[name] = factory
+
+
+def dataset_from_config(data: DataConfig) -> Dataset:
+    """The dataset a config's ``data`` section names (its part of the split included)."""
+    return get_dataset(data.dataset, data.claims, data.corpus, data.claim_format, data.part, data.split)
 
 
 def get_dataset(

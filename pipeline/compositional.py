@@ -37,7 +37,8 @@ from dataclasses import dataclass
 
 from garag.store import SentenceStore
 from garag.text import normalize_title
-from garag.types import Evidence, Label, SentenceId
+from garag.types import Label, SentenceId
+from pipeline.training_data import fetch_evidence
 from verifier.base import TrainExample
 
 # Recorded in the artifact hash of verifiers trained with compositional examples: change it
@@ -285,17 +286,9 @@ def _premise_example(
         depth += 1
     chosen = gold + distractors[: max(0, top_k - len(gold))]
     rng.shuffle(chosen)
-    evidence = []
-    for sid in chosen:
-        text = texts.get(sid)
-        if text is None:
-            sent = store.get(sid)
-            if sent is None:
-                if sid in gold:
-                    return None
-                continue
-            text = texts[sid] = sent.text
-        evidence.append(Evidence(sid, text))
+    evidence = fetch_evidence(store, chosen, texts)
+    if not set(gold) <= {e.sentence for e in evidence}:
+        return None  # a gold sentence without text
     parts = tuple(Part(claims[i].id, claims[i].text, claims[i].label, p != hidden) for p, i in enumerate(idx))
     label = compose_label(parts)
     claim = join_claims([claims[i].text for i in idx])

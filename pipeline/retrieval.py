@@ -9,7 +9,7 @@ from pathlib import Path
 
 from garag.artifacts import build_artifact
 from garag.config import Config
-from garag.datasets import Dataset, get_dataset
+from garag.datasets import Dataset, dataset_from_config
 from garag.errors import ErrorPolicy
 from garag.fingerprint import cached_fingerprint
 from garag.store import SentenceStore, build_store
@@ -68,14 +68,7 @@ class RetrievalPipeline:
 
     def __init__(self, config: Config, dataset: Dataset | None = None, progress: bool = True) -> None:
         self.config = config
-        self.dataset = dataset or get_dataset(
-            config.data.dataset,
-            config.data.claims,
-            config.data.corpus,
-            config.data.claim_format,
-            config.data.part,
-            config.data.split,
-        )
+        self.dataset = dataset or dataset_from_config(config.data)
         self.progress = progress
         self.store: SentenceStore | None = None
         self.retrievers: dict[str, Retriever] = {}

@@ -122,9 +122,10 @@ def split_by_page(
     return train, val
 
 
-def _evidence(
+def fetch_evidence(
     store: SentenceStore, sids: Iterable[SentenceId], texts: dict[SentenceId, str]
 ) -> tuple[Evidence, ...]:
+    """The sentences with their text, in order (``texts`` caches texts; ids without text are skipped)."""
     out = []
     for sid in sids:
         text = texts.get(sid)
@@ -180,7 +181,7 @@ def build_examples(
         premise = [s for s in ranked if s in chosen]  # retrieval order, as at test time
         for s in missing:
             premise.insert(rng.randint(0, len(premise)), s)
-        ev = _evidence(store, premise[:top_k], texts)
+        ev = fetch_evidence(store, premise[:top_k], texts)
         if any(e.sentence in gold_set for e in ev):
             out.append(TrainExample(claim=claim.text, evidence=ev, label=claim.label, claim_id=claim.id))
             counts[claim.label.value] += 1
@@ -197,7 +198,7 @@ def build_examples(
                 continue
             nei_ids = list(other.evidence[:top_k])
             counts["nei_other_claim"] += 1
-        nei_ev = _evidence(store, nei_ids, texts)
+        nei_ev = fetch_evidence(store, nei_ids, texts)
         if nei_ev:
             out.append(
                 TrainExample(
@@ -227,7 +228,7 @@ def aggregator_instances(
     out: list[tuple[str, tuple[Evidence, ...], Label]] = []
     for claim, ranked in zip(claims, retrieved, strict=True):
         gold = set(claim.evidence)
-        out.append((claim.text, _evidence(store, ranked, texts)[:top_k], claim.label))
+        out.append((claim.text, fetch_evidence(store, ranked, texts)[:top_k], claim.label))
         without = [s for s in ranked if s not in gold]
-        out.append((claim.text, _evidence(store, without, texts)[:top_k], Label.NOT_ENOUGH_INFO))
+        out.append((claim.text, fetch_evidence(store, without, texts)[:top_k], Label.NOT_ENOUGH_INFO))
     return out
