@@ -95,10 +95,6 @@ def load_systems(configs: Sequence[str | Path], overrides: Sequence[str] = ()) -
     return systems
 
 
-def dataset_of(config: Config) -> Dataset:
-    return dataset_from_config(config.data)
-
-
 def stratified_sample(claims: Sequence[Claim], n: int, seed: int) -> list[Claim]:
     """``n`` claims drawn by label in proportion to the label counts, in file order (seeded).
 
@@ -345,9 +341,9 @@ def compare(
     if claims_file:
         extra.append(f"data.claims={claims_file}")
     systems = load_systems(configs, extra)
-    data = dataset_of(systems[0].config)
+    data = dataset_from_config(systems[0].config.data)
     for s in systems[1:]:
-        other = dataset_of(s.config)
+        other = dataset_from_config(s.config.data)
         if (other.name, other.claims_path, other.corpus_path) != (
             data.name,
             data.claims_path,
@@ -505,7 +501,7 @@ def _score(run_dir: Path, n_resamples: int) -> tuple[dict, dict[str, Config]]:
 
     identity = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))
     configs = {s["name"]: load_config(run_dir / "configs" / f"{s['name']}.yaml") for s in identity["systems"]}
-    data = dataset_of(next(iter(configs.values())))
+    data = dataset_from_config(next(iter(configs.values())).data)
     wanted = {json.dumps(i) for i in identity["claim_ids"]}
     gold = [c for c in data.claims(ErrorPolicy(skip=True)) if json.dumps(c.id) in wanted]
     return score_run(run_dir, identity, data, gold, configs, n_resamples=n_resamples), configs

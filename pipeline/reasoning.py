@@ -12,15 +12,16 @@ with its verdict and evidence ids.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Hashable, Sequence
+from typing import Any, TypeVar
 
 from garag.config import Config
 from garag.text import normalize_title, page_to_title
-from garag.types import Claim, Evidence, Label, SentenceId, Verdict
+from garag.types import Claim, Evidence, Label, Verdict
 from pipeline.programs import Program, ProgramError, RuleProgrammer, aggregate_steps, fill_slots
 
 MAX_EVIDENCE = 5
+T = TypeVar("T")
 
 
 def make_programmer(config: Config, llm_client: Any = None) -> Any:
@@ -63,12 +64,7 @@ def _combine(
         Label.NOT_ENOUGH_INFO: max(0.0, 1.0 - support - refute),
     }
     # evidence: each step's best sentence first (so that every step's page is cited), then the rest
-    ranked: list[SentenceId] = []
-    lists = [list(v.evidence) for _, v in used]
-    for depth in range(max((len(x) for x in lists), default=0)):
-        for x in lists:
-            if depth < len(x) and x[depth] not in ranked:
-                ranked.append(x[depth])
+    ranked = interleave([v.evidence for _, v in used], MAX_EVIDENCE)
     parts = []
     for s in steps:
         if s["kind"] == "question":
@@ -84,21 +80,54 @@ def _combine(
         Label.NOT_ENOUGH_INFO: "a step lacks evidence",
     }[label]
     explanation = f"Program ({program.source}): " + "; ".join(parts) + f". {rule} -> {label.value}."
-    return Verdict(label, explanation, tuple(ranked[:MAX_EVIDENCE]), scores)
+    return Verdict(label, explanation, tuple(ranked), scores)
 
 
-def interleave(lists: Sequence[Sequence[Evidence]], k: int) -> list[Evidence]:
-    """The first ``k`` distinct sentences taking each list's next best in turn."""
-    out: list[Evidence] = []
-    seen: set[SentenceId] = set()
+def interleave(lists: Sequence[Sequence[T]], k: int, key: Callable[[T], Hashable] = lambda x: x) -> list[T]:
+    """The first ``k`` distinct items (by ``key``) taking each list's next best in turn."""
+    out: list[T] = []
+    seen: set[Hashable] = set()
     for depth in range(max((len(x) for x in lists), default=0)):
         for x in lists:
-            if depth < len(x) and x[depth].sentence not in seen:
-                seen.add(x[depth].sentence)
+            if depth < len(x) and key(x[depth]) not in seen:
+                seen.add(key(x[depth]))
                 out.append(x[depth])
                 if len(out) >= k:
                     return out
     return out
+
+
+def _step_record(row: dict, with_verdict: bool) -> dict:
+    """One step of a prediction's program record."""
+    out = {"var": row["var"], "kind": row["kind"], "text": row["text"]}
+    if row["kind"] == "question":
+        return out | {"answer": row.get("answer"), "evidence": row.get("evidence", [])}
+    if not with_verdict:
+        return out | {"read": [e.sentence.to_json() for e in row.get("read", [])]}
+    v = row["verdict"]
+    return out | {
+        "label": v.label.value,
+        "scores": {lab.value: round(float(p), 6) for lab, p in v.scores.items()},
+        "evidence": [s.to_json() for s in v.evidence],
+        "read": [e.sentence.to_json() for e in row["read"]],
+    }
+
+
+def _program_record(
+    program: Program, steps: list[dict], label: Label, claim_verdict: Verdict | None, union_read: list | None
+) -> dict:
+    """A prediction's ``"program"``: the program, its steps and how they were combined."""
+    union = union_read is not None
+    return {
+        "source": program.source,
+        **({"notes": list(program.notes)} if program.notes else {}),
+        "text": program.to_text(),
+        **({"combine": "union"} if union else {}),
+        "steps": [_step_record(r, with_verdict=not union) for r in steps],
+        **({"read": [e.sentence.to_json() for e in union_read]} if union else {}),
+        "claim_verdict": claim_verdict.label.value if claim_verdict is not None else None,
+        "label": label.value,
+    }
 
 
 def _union_verdicts(
@@ -111,7 +140,11 @@ def _union_verdicts(
     """``combine: union``: each claim verified once on its own and its steps' evidence together."""
     k = pipe.config.verifier.top_k
     union = [
-        interleave([list(evidence[i])] + [r.get("read", []) for r in steps if r["kind"] == "verify"], k)
+        interleave(
+            [list(evidence[i])] + [r.get("read", []) for r in steps if r["kind"] == "verify"],
+            k,
+            key=lambda e: e.sentence,
+        )
         for i, steps in enumerate(records)
     ]
     verdicts = list(pipe.verifier.verify_batch([c.text for c in claims], union))
@@ -124,28 +157,10 @@ def _union_verdicts(
             v.evidence,
             v.scores,
         )
-    out_records = []
-    for program, steps, v, ev in zip(programs, records, verdicts, union, strict=True):
-        out_records.append(
-            {
-                "source": program.source,
-                **({"notes": list(program.notes)} if program.notes else {}),
-                "text": program.to_text(),
-                "combine": "union",
-                "steps": [
-                    {"var": r["var"], "kind": r["kind"], "text": r["text"]}
-                    | (
-                        {"answer": r.get("answer"), "evidence": r.get("evidence", [])}
-                        if r["kind"] == "question"
-                        else {"read": [e.sentence.to_json() for e in r.get("read", [])]}
-                    )
-                    for r in steps
-                ],
-                "read": [e.sentence.to_json() for e in ev],
-                "claim_verdict": None,
-                "label": v.label.value,
-            }
-        )
+    out_records = [
+        _program_record(program, steps, v.label, None, ev)
+        for program, steps, v, ev in zip(programs, records, verdicts, union, strict=True)
+    ]
     return verdicts, out_records, union
 
 
@@ -228,33 +243,5 @@ def run_programs(
         claim_verdict = verdicts[i] if cfg.reasoning.verify_claim and not restated else None
         combined = _combine(program, steps, claim_verdict)
         out_verdicts.append(combined)
-        out_records.append(
-            {
-                "source": program.source,
-                **({"notes": list(program.notes)} if program.notes else {}),
-                "text": program.to_text(),
-                "steps": [
-                    {
-                        "var": r["var"],
-                        "kind": r["kind"],
-                        "text": r["text"],
-                        **(
-                            {"answer": r.get("answer"), "evidence": r.get("evidence", [])}
-                            if r["kind"] == "question"
-                            else {
-                                "label": r["verdict"].label.value,
-                                "scores": {
-                                    lab.value: round(float(p), 6) for lab, p in r["verdict"].scores.items()
-                                },
-                                "evidence": [s.to_json() for s in r["verdict"].evidence],
-                                "read": [e.sentence.to_json() for e in r["read"]],
-                            }
-                        ),
-                    }
-                    for r in steps
-                ],
-                "claim_verdict": claim_verdict.label.value if claim_verdict is not None else None,
-                "label": combined.label.value,
-            }
-        )
+        out_records.append(_program_record(program, steps, combined.label, claim_verdict, None))
     return out_verdicts, out_records, [list(e) for e in evidence]
