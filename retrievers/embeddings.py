@@ -12,6 +12,7 @@ import hashlib
 import logging
 import os
 import sqlite3
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -257,7 +258,11 @@ class EmbeddingCache:
         self.dtype = np.dtype(dtype)
         self.chunk_size = chunk_size
         self.progress = progress
-        self._con: sqlite3.Connection | None = None
+        # one connection per thread: SQLite connections may not cross threads, and a service
+        # (garag serve) loads a pipeline in one thread and uses it in another
+        self._local = threading.local()
+        self._all: list[sqlite3.Connection] = []
+        self._lock = threading.Lock()
 
     @property
     def path(self) -> Path:
@@ -266,9 +271,10 @@ class EmbeddingCache:
 
     @property
     def con(self) -> sqlite3.Connection:
-        if self._con is None:
+        con = getattr(self._local, "con", None)
+        if con is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            con = sqlite3.connect(self.path, timeout=60.0)
+            con = sqlite3.connect(self.path, timeout=60.0, check_same_thread=False)  # closed by close()
             con.execute("PRAGMA journal_mode=WAL")
             con.execute("PRAGMA synchronous=NORMAL")
             # float16 and float32 copies of one text may coexist: a build reads only its own dtype.
@@ -279,8 +285,10 @@ class EmbeddingCache:
             con.execute("CREATE TABLE IF NOT EXISTS info (name TEXT PRIMARY KEY, value TEXT NOT NULL)")
             con.execute("INSERT OR IGNORE INTO info VALUES ('model', ?)", (self.encoder.model,))
             con.commit()
-            self._con = con
-        return self._con
+            self._local.con = con
+            with self._lock:
+                self._all.append(con)
+        return con
 
     def __len__(self) -> int:
         """Number of vectors cached in this cache's dtype."""
@@ -340,9 +348,11 @@ class EmbeddingCache:
         return out
 
     def close(self) -> None:
-        if self._con is not None:
-            self._con.close()
-            self._con = None
+        with self._lock:
+            cons, self._all = self._all, []
+        for con in cons:
+            con.close()
+        self._local = threading.local()
 
 
 def _decode(vecs: np.ndarray) -> np.ndarray:

@@ -102,6 +102,31 @@ def test_cache_encodes_only_new_texts(encoder: SentenceEncoder, tmp_path: Path):
     np.testing.assert_array_equal(again, second[[3, 0, 3]])
 
 
+def test_cache_is_usable_from_another_thread_than_the_one_that_opened_it(encoder, tmp_path: Path):
+    """garag serve loads a pipeline in one thread and verifies in another (SQLite ties a connection
+    to its thread: each thread gets its own)."""
+    import threading
+
+    cache = EmbeddingCache(encoder, tmp_path, dtype="float32")
+    first = cache.encode_cached(TEXTS[:2])
+    got: dict[str, object] = {}
+
+    def other() -> None:
+        try:
+            got["vecs"] = cache.encode_cached(TEXTS[:3])
+        except Exception as e:  # noqa: BLE001 - reported below
+            got["error"] = e
+
+    t = threading.Thread(target=other)
+    t.start()
+    t.join()
+    assert "error" not in got, got.get("error")
+    np.testing.assert_array_equal(got["vecs"][:2], first)
+    assert len(cache) == 3  # the other thread's insert is visible here
+    cache.close()
+    assert len(EmbeddingCache(encoder, tmp_path, dtype="float32")) == 3
+
+
 def test_cache_deduplicates_and_keeps_order(encoder: SentenceEncoder, tmp_path: Path):
     cache = EmbeddingCache(encoder, tmp_path)
     start = encoder.texts_encoded
