@@ -225,17 +225,8 @@ def rank_facts(
         return []
     g = build_fact_graph(evidence, triplets, config, extra_edges)
     s0 = initial_scores(evidence, config.alpha, config.beta, sims)
-    s0_nodes = {fact_node(sid): v for sid, v in s0.items()}
-    if config.method == "garag":
-        final = propagate(g, s0_nodes, config.gamma, config.iterations)
-        prop = {sid: final[fact_node(sid)] for sid in s0}
-    else:
-        pers = _restart(
-            s0_nodes, [entity_node(e) for e in claim_entities if g.has_node(entity_node(e))], config
-        )
-        pr = personalized_pagerank(g, pers, config.damping)
-        top = max((pr[fact_node(sid)] for sid in s0), default=0.0)
-        prop = {sid: pr[fact_node(sid)] / top if top > 0 else 0.0 for sid in s0}
+    scores = node_scores(g, {fact_node(sid): v for sid, v in s0.items()}, config, claim_entities)
+    prop = {sid: scores[fact_node(sid)] for sid in s0}
     centrality = nx.degree_centrality(g) if g.number_of_nodes() > 1 else {n: 0.0 for n in g.nodes}
     by_source: dict[SentenceId, list[Triplet]] = {}
     for t in triplets:
@@ -250,6 +241,79 @@ def rank_facts(
         out.append(RankedFact(sid, score, s0[sid], prop[sid], c, conf, facts))
     order = sorted(range(len(out)), key=lambda i: (-out[i].score, i))
     return [out[i] for i in order]
+
+
+def node_scores(
+    g: nx.Graph, s0: Mapping[Node, float], config: PropagationConfig, claim_entities: Iterable[str] = ()
+) -> dict[Node, float]:
+    """The propagated score of every node: eq. 3 from the fact scores ``s0`` ("garag"), or personalized
+    PageRank restarting at the facts and the claim's entities, scaled so the best fact has 1 ("ppr")."""
+    if config.method == "garag":
+        return propagate(g, s0, config.gamma, config.iterations)
+    pers = _restart(s0, [entity_node(e) for e in claim_entities if g.has_node(entity_node(e))], config)
+    pr = personalized_pagerank(g, pers, config.damping)
+    top = max((pr[n] for n in s0), default=0.0)
+    return {n: v / top if top > 0 else 0.0 for n, v in pr.items()}
+
+
+def fact_graph_view(
+    facts: Sequence[RankedFact], config: PropagationConfig, claim_entities: Iterable[str] = ()
+) -> dict:
+    """A ranked fact graph as JSON-able nodes and edges, for drawing: the local graph rebuilt from the
+    facts' sentences and triplets, every node with its propagated score (fact nodes: the same
+    ``propagated`` as their :class:`RankedFact`, plus the eq. 4 ``score``).
+
+    Node ids are ``fact:<page>:<line>`` and ``ent:<key>``; edge kinds are "page" (a fact and its
+    page's entity), "mention", "relation" (with the triplets' relations) and "cooccurrence".
+    """
+    if not facts:
+        return {"nodes": [], "edges": []}
+    evidence = [Evidence(f.sentence, "", f.initial) for f in facts]
+    triplets = [t for f in facts for t in f.triplets]
+    g = build_fact_graph(evidence, triplets, config)
+    entities = list(claim_entities)
+    scores = node_scores(g, {fact_node(f.sentence): f.initial for f in facts}, config, entities)
+    claim_keys = {entity_key(e) for e in entities}
+    ranked = {fact_node(f.sentence): f for f in facts}
+    relations: dict[frozenset, list[str]] = {}
+    for t in triplets:
+        pair = frozenset((entity_node(t.subject), entity_node(t.object)))
+        relations.setdefault(pair, []).append(t.relation)
+
+    def node_id(n: Node) -> str:
+        if n[0] == "fact":
+            sid = n[1]
+            return f"fact:{sid.page}:{sid.line}"  # type: ignore[union-attr]
+        return f"ent:{n[1]}"
+
+    nodes = []
+    for n in g.nodes:
+        if n[0] == "fact":
+            f = ranked[n]
+            nodes.append(
+                {"id": node_id(n), "kind": "fact", "label": f"{f.sentence.page} ({f.sentence.line})",
+                 "page": f.sentence.page, "line": f.sentence.line, "score": f.score,
+                 "propagated": scores[n]}
+            )  # fmt: skip
+        else:
+            nodes.append(
+                {"id": node_id(n), "kind": "entity", "label": str(n[1]), "score": scores[n],
+                 "propagated": scores[n], "claim": n[1] in claim_keys}
+            )  # fmt: skip
+    edges = []
+    for u, v, data in g.edges(data=True):
+        if u[0] == "fact" or v[0] == "fact":
+            fact, ent = (u, v) if u[0] == "fact" else (v, u)
+            kind = "page" if entity_node(fact[1].page) == ent else "mention"  # type: ignore[union-attr]
+            rel: list[str] = []
+        else:
+            rel = sorted(set(relations.get(frozenset((u, v)), [])))
+            kind = "relation" if rel else "cooccurrence"
+        edges.append(
+            {"source": node_id(u), "target": node_id(v), "kind": kind, "weight": float(data["weight"]),
+             "relations": rel}
+        )  # fmt: skip
+    return {"nodes": nodes, "edges": edges}
 
 
 def _restart(s0: Mapping[Node, float], entities: list[Node], config: PropagationConfig) -> dict[Node, float]:
