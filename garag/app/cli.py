@@ -140,6 +140,41 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--debug", action="store_true", help="show the traceback of an error")
     p.set_defaults(config=None)
 
+    p = sub.add_parser(
+        "serve",
+        help="the verification service and web page (needs the serve extra: pip install garag[serve])",
+    )
+    p.add_argument(
+        "--configs", nargs="+", default=["configs/baseline.yaml", "configs/graph.yaml"],
+        help="configs to load, named by file stem (default: configs/baseline.yaml configs/graph.yaml)",
+    )  # fmt: skip
+    p.add_argument(
+        "--host", default="127.0.0.1", help="bind address (default 127.0.0.1; others need GARAG_API_KEY)"
+    )
+    p.add_argument("--port", type=int, default=8000, help="port (default 8000)")
+    p.add_argument("--results-dir", help="where compare runs are browsed (default: paths.results_dir)")
+    p.add_argument(
+        "--max-batch", type=_positive_int, default=64, help="claims per batch request (default 64)"
+    )
+    p.add_argument(
+        "--micro-batch", type=_positive_int, default=16, help="most claims per verifier batch (default 16)"
+    )
+    p.add_argument(
+        "--max-wait-ms",
+        type=float,
+        default=10.0,
+        help="how long a batch waits for more requests (default 10)",
+    )
+    p.add_argument("--timeout", type=float, default=120.0, help="seconds per request (default 120)")
+    p.add_argument(
+        "--max-body", type=_positive_int, default=256 * 1024, help="request body bytes (default 256 KiB)"
+    )
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                   help="override a value in every config (repeatable)")  # fmt: skip
+    p.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    p.add_argument("--debug", action="store_true", help="show the traceback of an error")
+    p.set_defaults(config=None, no_progress=True)
+
     p = sub.add_parser("evaluate-retrieval", help="recall@k and hit rate of each retriever and of the fusion")
     _add_common(p)
     p.add_argument("--out", help="output directory (default: <results_dir>/retrieval/<dataset>)")

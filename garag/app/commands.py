@@ -218,6 +218,48 @@ def cmd_split(args: argparse.Namespace, config: Config) -> int:
     return 0
 
 
+def cmd_serve(args: argparse.Namespace, config: Config) -> int:
+    import ipaddress
+    import os
+
+    try:
+        import uvicorn
+
+        from garag.app.serve.app import create_app
+        from garag.app.serve.service import ServeSettings, Service, load_configs
+    except ImportError as e:
+        raise ValueError(f"garag serve needs the serve extra (pip install 'garag[serve]'): {e}") from None
+    key = os.environ.get("GARAG_API_KEY") or None
+    try:
+        loopback = args.host == "localhost" or ipaddress.ip_address(args.host).is_loopback
+    except ValueError:
+        loopback = False
+    if not loopback and not key:
+        raise ValueError(
+            f"--host {args.host} is not a loopback address: set GARAG_API_KEY (sent as X-API-Key)"
+        )
+    if not 0 < args.port < 65536:
+        raise ValueError(f"--port must be in 1..65535, got {args.port}")
+    if args.timeout <= 0 or args.max_wait_ms < 0:
+        raise ValueError("--timeout must be > 0 and --max-wait-ms >= 0")
+    settings = ServeSettings(
+        max_batch=args.max_batch,
+        micro_batch=args.micro_batch,
+        max_wait=args.max_wait_ms / 1000,
+        max_body=args.max_body,
+        timeout=args.timeout,
+        api_key=key,
+        results_dir=Path(args.results_dir or config.paths.results_dir),
+    )
+    service = Service(load_configs(args.configs, args.overrides), settings).start()
+    print(
+        f"garag serve: http://{args.host}:{args.port}/ (API docs at /docs); "
+        f"loading {', '.join(service.served)}"
+    )
+    uvicorn.run(create_app(service), host=args.host, port=args.port, log_level="warning")
+    return 0
+
+
 COMMANDS = {
     "config": cmd_config,
     "llm-model": cmd_llm_model,
@@ -230,4 +272,5 @@ COMMANDS = {
     "evaluate": cmd_evaluate,
     "compare": cmd_compare,
     "split": cmd_split,
+    "serve": cmd_serve,
 }

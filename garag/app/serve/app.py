@@ -1,0 +1,341 @@
+"""The FastAPI app of ``garag serve``: the /v1 API, the OpenAPI page and the web page.
+
+Every error is JSON ``{"error", "status"[, "detail"]}`` with its status code:
+422 bad input, 413 too large, 401 missing or wrong API key, 404 unknown run,
+503 not ready, 504 past the request timeout, 500 anything else (logged, never
+shown as a stack trace).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import json
+import logging
+import time
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+from fastapi import FastAPI, Query, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.openapi.docs import get_swagger_ui_html
+from fastapi.responses import FileResponse, HTMLResponse, JSONResponse
+from fastapi.staticfiles import StaticFiles
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+import garag
+from garag.types import SentenceId
+
+from . import models as m
+from .runs import HEADLINE, RunIndex, RunNotFound, filter_claims, page_of, run_labels
+from .service import Service
+
+logger = logging.getLogger(__name__)
+
+STATIC = Path(__file__).parent / "static"
+# the page loads only its own files; corpus text reaches it as data, never as markup
+PAGE_CSP = (
+    "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
+    "connect-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'"
+)
+OPEN_PATHS = ("/v1/health",)
+
+
+class ApiError(Exception):
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status, self.message = status, message
+
+
+def _error(status: int, message: str, detail: list | None = None) -> JSONResponse:
+    body = {"error": message, "status": status}
+    if detail is not None:
+        body["detail"] = detail
+    return JSONResponse(body, status_code=status)
+
+
+class BodyLimit:
+    """ASGI middleware: a request body over ``limit`` bytes gets 413 before the app reads it."""
+
+    def __init__(self, app, limit: int) -> None:  # noqa: ANN001 - an ASGI app
+        self.app, self.limit = app, limit
+
+    async def __call__(self, scope, receive, send) -> None:  # noqa: ANN001
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = dict(scope.get("headers") or [])
+        length = headers.get(b"content-length")
+        if length is not None and length.isdigit() and int(length) > self.limit:
+            await _send_413(send, self.limit)
+            return
+        chunks, size, more = [], 0, True
+        while more:
+            msg = await receive()
+            if msg["type"] == "http.disconnect":
+                return
+            chunk = msg.get("body", b"")
+            size += len(chunk)
+            if size > self.limit:
+                await _send_413(send, self.limit)
+                return
+            chunks.append(chunk)
+            more = msg.get("more_body", False)
+        body, sent = b"".join(chunks), False
+
+        async def replay():  # noqa: ANN202
+            nonlocal sent
+            if not sent:
+                sent = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
+        await self.app(scope, replay, send)
+
+
+async def _send_413(send, limit: int) -> None:  # noqa: ANN001
+    body = json.dumps({"error": f"request body over {limit} bytes", "status": 413}).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 413,
+            "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
+
+
+def create_app(service: Service, runs: RunIndex | None = None) -> FastAPI:
+    """The app over a service (loaded or loading) and the runs under its results directory."""
+    settings = service.settings
+    runs = runs or RunIndex(settings.results_dir)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI):  # noqa: ANN202
+        yield
+        service.close()
+
+    app = FastAPI(
+        title="garag",
+        version=garag.__version__,
+        description="Graph-augmented RAG fact verification: verify claims against the loaded corpus "
+        "(baseline and graph-augmented configs) and browse `garag compare` runs.",
+        docs_url=None,
+        redoc_url=None,
+        lifespan=lifespan,
+        responses={code: {"model": m.ErrorOut} for code in (401, 413, 422, 503)},
+    )
+    app.add_middleware(BodyLimit, limit=settings.max_body)
+
+    @app.middleware("http")
+    async def guard(request: Request, call_next):  # noqa: ANN202
+        path = request.url.path
+        if settings.api_key and path.startswith("/v1/") and path not in OPEN_PATHS:
+            given = request.headers.get("x-api-key", "")
+            if not hmac.compare_digest(given.encode(), settings.api_key.encode()):
+                return _error(401, "missing or wrong X-API-Key")
+        try:
+            response = await call_next(request)
+        except Exception as e:  # noqa: BLE001 - logged here, one JSON line to the client
+            logger.exception("error on %s %s", request.method, path)
+            return _error(500, f"internal error: {type(e).__name__}")
+        if path == "/" or path.startswith("/static/"):
+            response.headers["Content-Security-Policy"] = PAGE_CSP
+            response.headers["X-Content-Type-Options"] = "nosniff"
+        return response
+
+    @app.exception_handler(ApiError)
+    async def api_error(_: Request, e: ApiError) -> JSONResponse:
+        return _error(e.status, e.message)
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid(_: Request, e: RequestValidationError) -> JSONResponse:
+        detail = [
+            {
+                "loc": [str(x) for x in err.get("loc", ())],
+                "msg": err.get("msg", ""),
+                "type": err.get("type", ""),
+            }
+            for err in e.errors()
+        ]
+        first = detail[0] if detail else {"loc": [], "msg": "invalid request"}
+        where = ".".join(x for x in first["loc"] if x != "body") or "body"
+        return _error(422, f"{where}: {first['msg']}", detail)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(_: Request, e: StarletteHTTPException) -> JSONResponse:
+        return _error(e.status_code, str(e.detail))
+
+    @app.exception_handler(Exception)
+    async def crashed(request: Request, e: Exception) -> JSONResponse:
+        logger.error("error on %s %s: %s: %s", request.method, request.url.path, type(e).__name__, e)
+        return _error(500, f"internal error: {type(e).__name__}")
+
+    # -- service --------------------------------------------------------------------------------------
+
+    @app.get("/v1/health", response_model=m.Health, tags=["service"])
+    async def health() -> dict:
+        """The process answers (no model is needed)."""
+        return {"status": "ok", "version": garag.__version__}
+
+    @app.get("/v1/ready", response_model=m.Ready, tags=["service"], responses={503: {"model": m.Ready}})
+    async def ready() -> JSONResponse:
+        """200 once every config is loaded; 503 while loading or after a failed load (``error``)."""
+        body = {"ready": service.ready, "configs": list(service.served), "error": service.error}
+        return JSONResponse(body, status_code=200 if service.ready else 503)
+
+    @app.get("/v1/configs", response_model=m.ConfigsResponse, tags=["service"])
+    async def configs() -> dict:
+        """The loaded configs and the batch limit."""
+        return {"configs": service.describe(), "max_batch": settings.max_batch}
+
+    # -- verification ---------------------------------------------------------------------------------
+
+    def _check(config: str) -> None:
+        if not service.ready:
+            raise ApiError(503, "not ready: " + (service.error or "the models are loading"))
+        if config not in service.served:
+            raise ApiError(422, f"config: unknown config {config!r}; loaded: {', '.join(service.served)}")
+
+    async def _verify(config: str, claims: list[str], k: int | None) -> list[dict]:
+        for i, c in enumerate(claims):
+            if not c.strip():
+                raise ApiError(422, f"claims.{i}: the claim is empty" if len(claims) > 1 else "claim: empty")
+        started = time.perf_counter()
+        futures = service.submit(config, claims, k)
+        try:
+            out = await asyncio.wait_for(
+                asyncio.gather(*(asyncio.wrap_future(f) for f in futures)), settings.timeout
+            )
+        except TimeoutError:
+            for f in futures:
+                f.cancel()
+            raise ApiError(504, f"no verdict within {settings.timeout:g} s") from None
+        total = time.perf_counter() - started
+        return [r | {"timings": r["timings"] | {"total": round(total, 6)}} for r in out]
+
+    @app.post("/v1/verify", response_model=m.VerifyResponse, tags=["verify"])
+    async def verify(req: m.VerifyRequest) -> dict:
+        """Verify one claim: label, scores, explanation, evidence, reasoning steps, fact graph, GRAAL
+        paths and per-stage timings.  Concurrent requests share the verifier's batches."""
+        _check(req.config)
+        return (await _verify(req.config, [req.claim], req.k))[0]
+
+    @app.post("/v1/verify/batch", response_model=m.BatchResponse, tags=["verify"])
+    async def verify_batch(req: m.BatchRequest) -> dict:
+        """Verify several claims with one config (at most ``max_batch``; 413 beyond)."""
+        if len(req.claims) > settings.max_batch:
+            raise ApiError(413, f"claims: {len(req.claims)} claims, the limit is {settings.max_batch}")
+        for i, c in enumerate(req.claims):
+            if len(c) > m.MAX_CLAIM_CHARS:
+                raise ApiError(422, f"claims.{i}: longer than {m.MAX_CLAIM_CHARS} characters")
+        _check(req.config)
+        return {"results": await _verify(req.config, req.claims, req.k)}
+
+    # -- runs -----------------------------------------------------------------------------------------
+
+    def _run(run_id: str):  # noqa: ANN202
+        try:
+            return runs.get(run_id)
+        except RunNotFound as e:
+            raise ApiError(404, str(e)) from None
+
+    @app.get("/v1/runs", response_model=m.RunsResponse, tags=["runs"])
+    async def list_runs() -> dict:
+        """The `garag compare` runs under the results directory, with headline metrics per system."""
+        return {"runs": runs.summaries()}
+
+    @app.get("/v1/runs/{run_id}", response_model=m.RunDetail, tags=["runs"])
+    def run_detail(run_id: str) -> dict:
+        """One run: metrics per system, paired significance, slices, and the filter values."""
+        data = _run(run_id)
+        per = data.metrics.get("per_system", {})
+        keep = (*HEADLINE, "evidence_recall", "evidence_precision", "ci", "per_class", "groups",
+                "seconds_per_claim", "garag", "n")  # fmt: skip
+        return {
+            "run_id": run_id,
+            "dataset": str(data.metrics.get("dataset", "")),
+            "systems": data.systems,
+            "n_claims": len(data.claims),
+            "metrics": {s: {k: v for k, v in mm.items() if k in keep} for s, mm in per.items()},
+            "significance": data.metrics.get("paired", []),
+            "slices": data.metrics.get("slices", []),
+            "labels": run_labels(data),
+            "hops": sorted({c["hops"] for c in data.claims if c["hops"] is not None}),
+        }
+
+    @app.get("/v1/runs/{run_id}/claims", response_model=m.RunClaimsResponse, tags=["runs"])
+    def run_claims(
+        run_id: str,
+        system: str | None = None,
+        label: str | None = None,
+        correct: bool | None = None,
+        slice: str | None = None,  # noqa: A002 - the query parameter's name
+        disagree: bool | None = None,
+        hops: int | None = Query(None, ge=1),
+        q: str | None = Query(None, max_length=200),
+        page: int = Query(1, ge=1),
+        page_size: int = Query(20, ge=1, le=200),
+    ) -> dict:
+        """Per-claim predictions of every system side by side, filtered and paged.
+
+        ``correct`` applies to ``system``; ``disagree=true`` keeps claims where one system is right and
+        another wrong; ``slice`` is a slice name of the run (e.g. "3 hops")."""
+        data = _run(run_id)
+        if system is not None and system not in data.systems:
+            raise ApiError(422, f"system: unknown system {system!r}; the run has {', '.join(data.systems)}")
+        try:
+            rows = filter_claims(data.claim_rows(), system, label, correct, slice, disagree, hops, q)
+        except ValueError as e:
+            raise ApiError(422, str(e)) from None
+        chosen, pages = page_of(rows, page, page_size)
+        return {"run_id": run_id, "total": len(rows), "page": page, "page_size": page_size, "pages": pages,
+                "claims": chosen}  # fmt: skip
+
+    @app.get("/v1/runs/{run_id}/claims/{claim_id}", response_model=m.RunClaimDetail, tags=["runs"])
+    def run_claim(run_id: str, claim_id: str) -> dict:
+        """One claim of a run: both systems' records, the evidence they read and the gold evidence, with
+        text where a loaded config reads the run's corpus."""
+        data = _run(run_id)
+        rows = {str(r["id"]): r for r in data.claim_rows()}
+        if claim_id not in rows:
+            raise ApiError(404, f"run {run_id!r} has no claim {claim_id!r}")
+        row = rows[claim_id]
+        info = next(c for c in data.claims if str(c["id"]) == claim_id)
+        corpus = str(data.identity.get("dataset", {}).get("corpus", ""))
+
+        def sentences(ids: list) -> list[dict]:
+            out = []
+            for page, line in ids:
+                text = service.sentence_text(corpus, SentenceId(str(page), int(line)))
+                out.append({"page": str(page), "line": int(line), "text": text})
+            return out
+
+        key = json.dumps(info["id"])
+        records = {s: data.records[s][key] for s in data.systems if key in data.records[s]}
+        return {
+            "run_id": run_id,
+            "claim": row,
+            "gold_evidence": [sentences(g) for g in info["gold"]],
+            "sentences": {s: sentences(r.get("evidence_read", [])) for s, r in records.items()},
+            "records": records,
+        }
+
+    # -- pages ----------------------------------------------------------------------------------------
+
+    @app.get("/", include_in_schema=False)
+    async def index() -> FileResponse:
+        return FileResponse(STATIC / "index.html", media_type="text/html")
+
+    @app.get("/docs", include_in_schema=False)
+    async def docs() -> HTMLResponse:
+        return get_swagger_ui_html(
+            openapi_url="/openapi.json",
+            title="garag API",
+            swagger_js_url="/static/vendor/swagger-ui/swagger-ui-bundle.js",
+            swagger_css_url="/static/vendor/swagger-ui/swagger-ui.css",
+            swagger_favicon_url="/static/favicon.svg",
+        )
+
+    app.mount("/static", StaticFiles(directory=STATIC), name="static")
+    return app

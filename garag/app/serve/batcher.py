@@ -1,0 +1,105 @@
+"""Micro-batching: concurrent single requests join one verifier batch.
+
+A worker thread takes the first waiting item, waits up to ``max_wait`` seconds
+for more (up to ``max_batch`` items), runs the batch function once on all of
+them and gives every caller its own result (or its own exception).  One thread
+per batcher also means the pipeline behind it is never used by two threads at
+once.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future
+from typing import Any
+
+logger = logging.getLogger(__name__)
+
+BatchFn = Callable[[Sequence[Any]], Sequence[Any]]
+
+
+class MicroBatcher:
+    """Collects items from many threads into batches for ``fn`` (items in, results in the same order).
+
+    Args:
+        fn: the batch function; it must return one result per item.  If it raises, every
+            item of that batch gets the exception.
+        max_batch: at most this many items per call.
+        max_wait: seconds to wait for more items after the first one arrived.
+        name: the worker thread's name.
+    """
+
+    def __init__(
+        self, fn: BatchFn, max_batch: int = 16, max_wait: float = 0.01, name: str = "batcher"
+    ) -> None:
+        if max_batch < 1:
+            raise ValueError(f"max_batch must be >= 1, got {max_batch}")
+        if max_wait < 0:
+            raise ValueError(f"max_wait must be >= 0, got {max_wait}")
+        self.fn, self.max_batch, self.max_wait = fn, max_batch, max_wait
+        self._queue: queue.Queue[tuple[Any, Future] | None] = queue.Queue()
+        self._thread = threading.Thread(target=self._work, name=name, daemon=True)
+        self._closed = False
+        self.batches: list[int] = []  # sizes of the batches run (the most recent 1,000)
+        self._thread.start()
+
+    def submit(self, item: Any) -> Future:
+        """Queue one item; the future holds its result (cancelled futures are skipped unrun)."""
+        if self._closed:
+            raise RuntimeError("the batcher is closed")
+        fut: Future = Future()
+        self._queue.put((item, fut))
+        return fut
+
+    def submit_many(self, items: Sequence[Any]) -> list[Future]:
+        return [self.submit(x) for x in items]
+
+    def close(self, timeout: float = 5.0) -> None:
+        """Stop after the queued items are done."""
+        if not self._closed:
+            self._closed = True
+            self._queue.put(None)
+            self._thread.join(timeout)
+
+    def _collect(self, first: tuple[Any, Future]) -> tuple[list[tuple[Any, Future]], bool]:
+        batch, stop = [first], False
+        deadline = time.monotonic() + self.max_wait
+        while len(batch) < self.max_batch:
+            left = deadline - time.monotonic()
+            try:
+                nxt = self._queue.get(timeout=left) if left > 0 else self._queue.get_nowait()
+            except queue.Empty:
+                break
+            if nxt is None:
+                stop = True
+                break
+            batch.append(nxt)
+        return batch, stop
+
+    def _work(self) -> None:
+        stop = False
+        while not stop:
+            first = self._queue.get()
+            if first is None:
+                return
+            batch, stop = self._collect(first)
+            live = [(x, f) for x, f in batch if f.set_running_or_notify_cancel()]
+            if not live:
+                continue
+            self.batches = [*self.batches[-999:], len(live)]
+            try:
+                results = list(self.fn([x for x, _ in live]))
+                if len(results) != len(live):
+                    raise RuntimeError(
+                        f"batch function returned {len(results)} results for {len(live)} items"
+                    )
+            except BaseException as e:  # noqa: BLE001 - every caller of the batch gets the error
+                for _, f in live:
+                    f.set_exception(e)
+                continue
+            for (_, f), r in zip(live, results, strict=True):
+                f.set_result(r)

@@ -1,0 +1,263 @@
+"""What ``garag serve`` keeps loaded: one verification pipeline per config, each behind a micro-batcher.
+
+The pipelines (store, indexes, verifier, graph stage) are built once, in a
+background thread, so that ``/v1/health`` answers at once and ``/v1/ready``
+says when verification can start.  Each config's pipeline is used by its own
+batcher thread only.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from garag.config import Config, load_config
+from garag.types import Claim, SentenceId
+from pipeline.graph_reasoning import fact_graph_view
+from pipeline.verification import ClaimResult, VerificationPipeline
+
+from .batcher import MicroBatcher
+
+logger = logging.getLogger(__name__)
+
+# GRAAL hits whose provenance a response lists
+PATH_HITS = 10
+
+
+@dataclass
+class ServeSettings:
+    """Limits and batching of the service (``garag serve`` flags).
+
+    Attributes:
+        max_batch: most claims in one ``/v1/verify/batch`` request (413 beyond).
+        micro_batch: most claims in one verifier batch (concurrent requests are joined).
+        max_wait: seconds a batch waits for more requests after its first one.
+        max_body: most bytes in a request body (413 beyond).
+        timeout: seconds a request may wait for its verdict (504 after).
+        api_key: required as ``X-API-Key`` on /v1 (except /v1/health) when set.
+        results_dir: where ``compare`` runs are read from.
+    """
+
+    max_batch: int = 64
+    micro_batch: int = 16
+    max_wait: float = 0.01
+    max_body: int = 256 * 1024
+    timeout: float = 120.0
+    api_key: str | None = None
+    results_dir: Path = Path("results")
+
+
+@dataclass
+class Served:
+    """One loaded config."""
+
+    name: str
+    source: str
+    config: Config
+    pipe: VerificationPipeline | None = None
+    batcher: MicroBatcher | None = None
+
+
+def load_configs(paths: Sequence[str | Path], overrides: Sequence[str] = ()) -> dict[str, tuple[str, Config]]:
+    """``name -> (source, config)``: a config is named after its file's stem (names must differ)."""
+    out: dict[str, tuple[str, Config]] = {}
+    for p in paths:
+        path = Path(p)
+        if not path.is_file():
+            raise FileNotFoundError(f"{path}: no such config file")
+        if path.stem in out:
+            raise ValueError(f"two configs are named {path.stem!r} ({out[path.stem][0]} and {path})")
+        out[path.stem] = (str(path), load_config(path, list(overrides)))
+    return out
+
+
+class Service:
+    """The loaded pipelines and their batchers.
+
+    Args:
+        configs: ``name -> (source, config)``.
+        settings: limits and batching.
+        factory: ``config -> unbuilt pipeline`` (tests may pass a cheaper one).
+    """
+
+    def __init__(
+        self,
+        configs: dict[str, tuple[str, Config]],
+        settings: ServeSettings,
+        factory: Callable[[Config], VerificationPipeline] | None = None,
+    ) -> None:
+        if not configs:
+            raise ValueError("garag serve needs at least one config")
+        self.settings = settings
+        self.served = {n: Served(n, src, cfg) for n, (src, cfg) in configs.items()}
+        self.factory = factory or (lambda cfg: VerificationPipeline(cfg, progress=False))
+        self.ready = False
+        self.error: str | None = None
+        self._thread: threading.Thread | None = None
+
+    # -- loading ----------------------------------------------------------------------------------
+
+    def load(self) -> Service:
+        """Build every pipeline (in this thread); on failure ``error`` says why and ready stays False."""
+        try:
+            for s in self.served.values():
+                started = time.perf_counter()
+                s.pipe = self.factory(s.config).build()
+                s.batcher = MicroBatcher(
+                    self._batch_fn(s), self.settings.micro_batch, self.settings.max_wait, f"batch-{s.name}"
+                )
+                logger.info("config %s loaded in %.1f s", s.name, time.perf_counter() - started)
+            self.ready = True
+        except Exception as e:  # noqa: BLE001 - reported by /v1/ready, the process keeps answering
+            logger.error("loading failed: %s: %s", type(e).__name__, e)
+            self.error = f"{type(e).__name__}: {' '.join(str(e).split())}"
+        return self
+
+    def start(self) -> Service:
+        """Load in a background thread (``/v1/ready`` turns true when done)."""
+        self._thread = threading.Thread(target=self.load, name="garag-load", daemon=True)
+        self._thread.start()
+        return self
+
+    def wait_ready(self, timeout: float | None = None) -> bool:
+        if self._thread is not None:
+            self._thread.join(timeout)
+        return self.ready
+
+    def close(self) -> None:
+        for s in self.served.values():
+            if s.batcher is not None:
+                s.batcher.close()
+
+    # -- verification -----------------------------------------------------------------------------
+
+    def submit(self, name: str, claims: Sequence[str], k: int | None):  # noqa: ANN201 - futures
+        """Queue claims for config ``name``; one future per claim (its response dict)."""
+        batcher = self.served[name].batcher
+        if batcher is None:
+            raise RuntimeError("the service is not ready")
+        return batcher.submit_many([(c, k) for c in claims])
+
+    def _batch_fn(self, s: Served) -> Callable[[Sequence[tuple[str, int | None]]], list[dict]]:
+        def run(items: Sequence[tuple[str, int | None]]) -> list[dict]:
+            assert s.pipe is not None
+            out: list[dict | None] = [None] * len(items)
+            default_k = s.config.verifier.top_k
+            for k in sorted({k or default_k for _, k in items}):
+                idx = [i for i, (_, ik) in enumerate(items) if (ik or default_k) == k]
+                claims = [Claim(i, items[i][0]) for i in idx]
+                s.config.verifier.top_k = k  # this thread is the pipeline's only user
+                try:
+                    results = s.pipe.run(claims)
+                finally:
+                    s.config.verifier.top_k = default_k
+                for i, r in zip(idx, results, strict=True):
+                    out[i] = self.response(s, r)
+            return out  # type: ignore[return-value]
+
+        return run
+
+    def response(self, s: Served, result: ClaimResult) -> dict:
+        """The ``/v1/verify`` response of one claim result."""
+        assert s.pipe is not None
+        v = result.verdict
+        cited = set(v.evidence)
+        found: dict[SentenceId, list[str]] = {}
+        for name, hits in result.retrieval.per_retriever.items():
+            for h in hits:
+                found.setdefault(h.sentence, []).append(name)
+        evidence = [
+            {
+                "page": e.sentence.page,
+                "line": e.sentence.line,
+                "text": e.text,
+                "score": float(e.score),
+                "retrievers": sorted(found.get(e.sentence, [])),
+                "cited": e.sentence in cited,
+            }
+            for e in result.evidence
+        ]
+        graph = None
+        if result.graph is not None:
+            view = fact_graph_view(result.graph.facts, s.config.propagation, result.graph.claim_entities)
+            texts = {(e.sentence.page, e.sentence.line): e.text for e in result.evidence}
+            for node in view["nodes"]:
+                if node["kind"] == "fact":
+                    key = (node["page"], node["line"])
+                    if key not in texts:
+                        sent = s.pipe.store.get(SentenceId(node["page"], node["line"]))
+                        texts[key] = sent.text if sent is not None else ""
+                    node["text"] = texts[key]
+            graph = {
+                **view,
+                "claim_entities": list(result.graph.claim_entities),
+                "covered": list(result.graph.covered),
+            }
+        seconds = dict(result.seconds)
+        paths: list[dict] = []
+        graal = s.pipe.retrieval.retrievers.get("graal")
+        if graal is not None:
+            t0 = time.perf_counter()
+            paths = graal_paths(graal, result.claim.text)
+            seconds["graal_paths"] = time.perf_counter() - t0
+        return {
+            "claim": result.claim.text,
+            "config": s.name,
+            "label": v.label.value,
+            "dataset_label": s.pipe.dataset.verdict_to_label.get(v.label.value, v.label.value),
+            "scores": {lab.value: round(float(p), 6) for lab, p in v.scores.items()},
+            "explanation": v.explanation,
+            "evidence": evidence,
+            "steps": result.program,
+            "subquestions": list(result.subquestions),
+            "graph": graph,
+            "graal_paths": paths,
+            "timings": {k: round(x, 6) for k, x in seconds.items()},
+        }
+
+    # -- corpus -----------------------------------------------------------------------------------
+
+    def sentence_text(self, corpus: str, sid: SentenceId) -> str | None:
+        """A sentence's text from a loaded pipeline whose corpus is ``corpus`` (None when none is)."""
+        for s in self.served.values():
+            if s.pipe is None or s.pipe.retrieval.store is None:
+                continue
+            if str(s.pipe.dataset.corpus_path) == corpus:
+                sent = s.pipe.store.get(sid)
+                return sent.text if sent is not None else None
+        return None
+
+    def describe(self) -> list[dict]:
+        return [
+            {
+                "name": s.name,
+                "mode": s.config.pipeline.mode,
+                "verifier": s.config.pipeline.verifier,
+                "retrievers": list(s.config.retrieval.retrievers),
+                "top_k": s.config.verifier.top_k,
+                "dataset": s.config.data.dataset,
+                "source": s.source,
+            }
+            for s in self.served.values()
+        ]
+
+
+def graal_paths(graal, claim: str, limit: int = PATH_HITS) -> list[dict]:  # noqa: ANN001 - GraalRetriever
+    """The provenance of GRAAL's top hits for a claim: paths between claim entities, pages, mentions."""
+    out = []
+    for hit in graal.search(claim).hits[:limit]:
+        for p in hit.provenance:
+            out.append(
+                {
+                    "page": hit.hit.sentence.page,
+                    "line": hit.hit.sentence.line,
+                    "reason": p.reason,
+                    "entities": list(p.entities),
+                    "edges": [[e.u, e.v] for e in p.edges],
+                }
+            )
+    return out

@@ -1,0 +1,385 @@
+"""``garag serve``'s API with the real app and the real pipelines on the fixture corpus (BM25, GRAAL,
+spaCy, the tiny trained classifier) and a real ``garag compare`` run: every endpoint, every error
+status, and concurrent requests through a real uvicorn each getting their own verdict."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import json
+import math
+import re
+import threading
+
+import pytest
+
+from .conftest import XSS_CLAIM
+
+fastapi = pytest.importorskip("fastapi")
+from fastapi.testclient import TestClient  # noqa: E402
+
+from garag.app.serve.app import create_app  # noqa: E402
+from garag.app.serve.service import Service, load_configs  # noqa: E402
+from garag.types import SentenceId  # noqa: E402
+
+CLAIM = "The Beatles were formed in Liverpool."
+
+
+def with_settings(service: Service, **changes) -> Service:
+    """The same loaded pipelines under other limits (a shallow copy: nothing is reloaded)."""
+    other = copy.copy(service)
+    other.settings = dataclasses.replace(service.settings, **changes)
+    return other
+
+
+@pytest.fixture(scope="module")
+def client(service) -> TestClient:
+    return TestClient(create_app(service))
+
+
+def test_health_ready_configs_and_openapi(client: TestClient):
+    assert client.get("/v1/health").json() == {"status": "ok", "version": "0.1.0"}
+    ready = client.get("/v1/ready")
+    assert ready.status_code == 200
+    assert ready.json() == {"ready": True, "configs": ["baseline", "graph", "programs"], "error": None}
+    configs = client.get("/v1/configs").json()
+    assert configs["max_batch"] == 4
+    assert {c["name"]: c["mode"] for c in configs["configs"]} == {
+        "baseline": "baseline", "graph": "graph", "programs": "baseline"}  # fmt: skip
+    paths = client.get("/openapi.json").json()["paths"]
+    for p in ("/v1/verify", "/v1/verify/batch", "/v1/runs", "/v1/runs/{run_id}", "/v1/runs/{run_id}/claims",
+              "/v1/health", "/v1/ready"):  # fmt: skip
+        assert p in paths
+    docs = client.get("/docs")
+    assert docs.status_code == 200 and "/static/vendor/swagger-ui/swagger-ui-bundle.js" in docs.text
+    assert "cdn." not in docs.text  # works offline
+    assert client.get("/static/vendor/swagger-ui/swagger-ui-bundle.js").status_code == 200
+
+
+def test_baseline_verdict_has_evidence_with_ids_text_and_retrievers(client: TestClient, service):
+    r = client.post("/v1/verify", json={"claim": CLAIM, "config": "baseline"})
+    assert r.status_code == 200
+    body = r.json()
+    assert body["claim"] == CLAIM and body["config"] == "baseline"
+    assert body["label"] in ("SUPPORTS", "REFUTES", "NOT ENOUGH INFO")
+    assert body["label"] == max(body["scores"], key=body["scores"].get)
+    store = service.served["baseline"].pipe.store
+    assert len(body["evidence"]) == 3  # the config's verifier.top_k
+    for e in body["evidence"]:
+        assert store.get(SentenceId(e["page"], e["line"])).text == e["text"]
+        assert e["retrievers"] == ["bm25"]
+    assert ("The_Beatles", 0) in [(e["page"], e["line"]) for e in body["evidence"]]
+    cited = [(e["page"], e["line"]) for e in body["evidence"] if e["cited"]]
+    assert cited and all(
+        f"({p}, {n})" in body["explanation"] or body["label"] != "SUPPORTS" for p, n in cited[:1]
+    )
+    assert body["graph"] is None and body["graal_paths"] == [] and body["steps"] is None
+    t = body["timings"]
+    assert {"retrieval", "verification", "total"} <= set(t)
+    assert t["total"] >= t["retrieval"] + t["verification"]
+
+
+def test_k_sets_the_number_of_evidence_sentences(client: TestClient, service):
+    one = client.post("/v1/verify", json={"claim": CLAIM, "config": "baseline", "k": 1}).json()
+    assert len(one["evidence"]) == 1
+    assert service.served["baseline"].config.verifier.top_k == 3  # restored for the next batch
+    again = client.post("/v1/verify", json={"claim": CLAIM, "config": "baseline"}).json()
+    assert len(again["evidence"]) == 3
+
+
+def test_graph_verdict_has_the_fact_graph_and_graal_paths(client: TestClient):
+    body = client.post("/v1/verify", json={"claim": CLAIM, "config": "graph"}).json()
+    g = body["graph"]
+    ids = {n["id"] for n in g["nodes"]}
+    facts = [n for n in g["nodes"] if n["kind"] == "fact"]
+    entities = [n for n in g["nodes"] if n["kind"] == "entity"]
+    assert facts and entities
+    assert all(e["source"] in ids and e["target"] in ids for e in g["edges"])
+    assert all(n["id"] == f"fact:{n['page']}:{n['line']}" and n["text"] for n in facts)
+    # every fact node has its page's entity; propagated scores are not all equal
+    assert all(
+        any(e["kind"] == "page" and n["id"] in (e["source"], e["target"]) for e in g["edges"]) for n in facts
+    )
+    assert len({round(n["propagated"], 9) for n in g["nodes"]}) > 1
+    # the evidence read is the graph's best facts, in the graph's order
+    best = sorted(facts, key=lambda n: -n["score"])[: len(body["evidence"])]
+    assert [(n["page"], n["line"]) for n in best] == [(e["page"], e["line"]) for e in body["evidence"]]
+    assert set(g["covered"]) <= set(g["claim_entities"])
+    reasons = {p["reason"] for p in body["graal_paths"]}
+    assert reasons and reasons <= {"path", "page", "mention", "neighbour"}
+    path = next(p for p in body["graal_paths"] if p["reason"] == "path")
+    assert {"The_Beatles"} <= set(path["entities"]) and path["edges"]
+    assert any("graal" in e["retrievers"] for e in body["evidence"])
+    assert "graal_paths" in body["timings"] and "graph" in body["timings"]
+
+
+def test_graph_nodes_carry_the_pipeline_propagated_scores(service):
+    """The drawn graph is the ranked one: fact nodes' propagated scores equal the ranking's."""
+    from garag.types import Claim
+    from pipeline.graph_reasoning import fact_graph_view
+
+    s = service.served["graph"]
+    result = s.pipe.run([Claim(0, CLAIM)])[0]
+    view = fact_graph_view(result.graph.facts, s.config.propagation, result.graph.claim_entities)
+    by_id = {n["id"]: n for n in view["nodes"]}
+    for f in result.graph.facts:
+        node = by_id[f"fact:{f.sentence.page}:{f.sentence.line}"]
+        assert node["propagated"] == pytest.approx(f.propagated) and node["score"] == pytest.approx(f.score)
+
+
+def test_reasoning_steps_where_the_config_has_them(client: TestClient):
+    body = client.post("/v1/verify", json={"claim": "John Lennon was born in 1940 and Snowpiercer is a "
+                                           "romantic comedy.", "config": "programs"}).json()  # fmt: skip
+    steps = body["steps"]
+    assert steps["source"] == "rule" and steps["label"] == body["label"]
+    verify = [s for s in steps["steps"] if s["kind"] == "verify"]
+    assert len(verify) >= 2 and all(s["label"] in body["scores"] for s in verify)
+
+
+def test_batch_gives_each_claim_its_own_verdict_in_order(client: TestClient):
+    claims = [CLAIM, "Sandra Bullock was never a producer.", XSS_CLAIM]
+    r = client.post("/v1/verify/batch", json={"claims": claims, "config": "baseline"})
+    assert r.status_code == 200
+    results = r.json()["results"]
+    assert [x["claim"] for x in results] == claims
+    single = client.post("/v1/verify", json={"claim": claims[1], "config": "baseline"}).json()
+    assert results[1]["label"] == single["label"] and results[1]["evidence"] == single["evidence"]
+
+
+def test_concurrent_requests_are_micro_batched_and_each_gets_its_own_result(server):
+    import httpx
+
+    claims = [CLAIM, "Sandra Bullock was never a producer.", "The Beatles were formed in England.",
+              "John Lennon was born in 1940.", "Snowpiercer is a romantic comedy.",
+              "Liverpool is a city in England.", "Ringo Starr was a drummer.",
+              "Sandra Bullock is an actress."]  # fmt: skip
+    solo = {c: httpx.post(f"{server.url}/v1/verify", json={"claim": c}, timeout=60).json() for c in claims}
+    batcher = server.service.served["baseline"].batcher
+    before = len(batcher.batches)
+    barrier = threading.Barrier(len(claims))
+    got: dict[str, dict] = {}
+
+    def call(c: str) -> None:
+        barrier.wait()
+        got[c] = httpx.post(f"{server.url}/v1/verify", json={"claim": c}, timeout=60).json()
+
+    threads = [threading.Thread(target=call, args=(c,)) for c in claims * 2]
+    barrier = threading.Barrier(len(threads))
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for c in claims:
+        assert got[c]["claim"] == c
+        assert got[c]["label"] == solo[c]["label"] and got[c]["evidence"] == solo[c]["evidence"]
+    sizes = batcher.batches[before:]
+    assert sum(sizes) == len(threads) and max(sizes) > 1  # several callers shared a verifier batch
+
+
+# -- errors ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("body", "where"),
+    [
+        ({"claim": ""}, "claim"),
+        ({"claim": "   "}, "claim"),
+        ({"claim": CLAIM, "config": "nope"}, "config"),
+        ({"claim": CLAIM, "k": 0}, "k"),
+        ({"claim": CLAIM, "k": 21}, "k"),
+        ({"claim": CLAIM, "extra": 1}, "extra"),
+        ({"claim": "x" * 2001}, "claim"),
+        ({"config": "baseline"}, "claim"),
+        ({"claim": 5}, "claim"),
+    ],
+)
+def test_bad_verify_input_is_422_json_naming_the_key(client: TestClient, body, where):
+    r = client.post("/v1/verify", json=body)
+    assert r.status_code == 422
+    err = r.json()
+    assert err["status"] == 422 and err["error"].startswith(where) and "Traceback" not in r.text
+
+
+def test_malformed_json_is_422(client: TestClient):
+    r = client.post("/v1/verify", content=b'{"claim": ', headers={"content-type": "application/json"})
+    assert r.status_code == 422 and r.json()["status"] == 422
+
+
+def test_too_large_is_413(client: TestClient, service):
+    r = client.post("/v1/verify/batch", json={"claims": [CLAIM] * 5})
+    assert r.status_code == 413 and r.json() == {"error": "claims: 5 claims, the limit is 4", "status": 413}
+    big = client.post("/v1/verify", json={"claim": "x" * (300 * 1024)})
+    assert big.status_code == 413 and "bytes" in big.json()["error"]
+    small = TestClient(create_app(with_settings(service, max_body=64)))
+    chunked = small.post("/v1/verify", content=iter([b'{"claim": "', b"y" * 100, b'"}']),
+                         headers={"content-type": "application/json"})  # fmt: skip
+    assert chunked.status_code == 413  # no content-length: counted as it streams
+
+
+def test_batch_errors_name_the_claim(client: TestClient):
+    r = client.post("/v1/verify/batch", json={"claims": [CLAIM, " "]})
+    assert r.status_code == 422 and r.json()["error"] == "claims.1: the claim is empty"
+    assert client.post("/v1/verify/batch", json={"claims": []}).status_code == 422
+
+
+def test_api_key_is_required_when_set(service):
+    keyed = TestClient(create_app(with_settings(service, api_key="s3cret")))
+    assert keyed.get("/v1/health").status_code == 200  # liveness stays open
+    for method, path, body in [("get", "/v1/runs", None), ("post", "/v1/verify", {"claim": CLAIM}),
+                               ("get", "/v1/configs", None)]:  # fmt: skip
+        r = keyed.request(method.upper(), path, json=body)
+        assert r.status_code == 401 and r.json() == {"error": "missing or wrong X-API-Key", "status": 401}
+        wrong = keyed.request(method.upper(), path, json=body, headers={"X-API-Key": "s3cret!"})
+        assert wrong.status_code == 401
+        ok = keyed.request(method.upper(), path, json=body, headers={"X-API-Key": "s3cret"})
+        assert ok.status_code == 200
+    assert keyed.get("/").status_code == 200  # the page itself holds no data
+
+
+def test_not_ready_is_503_and_health_still_answers(world):
+    from garag.app.serve.service import ServeSettings
+
+    loading = Service(load_configs([world.configs["baseline"]]), ServeSettings(results_dir=world.results))
+    c = TestClient(create_app(loading))
+    assert c.get("/v1/health").status_code == 200
+    ready = c.get("/v1/ready")
+    assert ready.status_code == 503 and ready.json()["ready"] is False
+    r = c.post("/v1/verify", json={"claim": CLAIM})
+    assert r.status_code == 503 and r.json()["error"].startswith("not ready")
+
+
+def test_failed_load_is_reported_by_ready(world, tmp_path):
+    from garag.app.serve.service import ServeSettings
+
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(world.configs["baseline"].read_text().replace("wiki-pages", "no-such-corpus"))
+    svc = Service(load_configs([bad]), ServeSettings()).load()
+    body = TestClient(create_app(svc)).get("/v1/ready").json()
+    assert body["ready"] is False and "no-such-corpus" in body["error"]
+
+
+def test_timeout_is_504(service):
+    slow = TestClient(create_app(with_settings(service, timeout=1e-4)))
+    r = slow.post("/v1/verify", json={"claim": CLAIM, "config": "graph"})
+    assert r.status_code == 504 and r.json()["error"].startswith("no verdict within")
+
+
+class FailingPipeline:
+    """A fake pipeline (named so): it loads, then fails on every claim, to show a 500's body."""
+
+    def __init__(self, config) -> None:  # noqa: ANN001
+        self.config = config
+
+    def build(self) -> FailingPipeline:
+        return self
+
+    def run(self, claims):  # noqa: ANN001, ANN201
+        raise RuntimeError("secret internal detail /etc/passwd")
+
+
+def test_internal_error_is_500_json_without_details(world):
+    from garag.app.serve.service import ServeSettings
+
+    svc = Service(load_configs([world.configs["baseline"]]), ServeSettings(), factory=FailingPipeline).load()
+    r = TestClient(create_app(svc), raise_server_exceptions=False).post("/v1/verify", json={"claim": CLAIM})
+    assert r.status_code == 500
+    assert r.json() == {"error": "internal error: RuntimeError", "status": 500}
+    assert "passwd" not in r.text and "Traceback" not in r.text
+    svc.close()
+
+
+# -- runs --------------------------------------------------------------------------------------------
+
+
+def test_runs_list_and_detail_match_the_run_files(client: TestClient, world):
+    metrics = json.loads((world.results / world.run_id / "metrics.json").read_text())
+    runs = client.get("/v1/runs").json()["runs"]
+    assert [r["run_id"] for r in runs] == [world.run_id]
+    assert runs[0]["systems"] == ["baseline", "graph"] and runs[0]["n_claims"] == 7
+    for s in ("baseline", "graph"):
+        assert runs[0]["metrics"][s]["label_accuracy"] == metrics["per_system"][s]["label_accuracy"]
+    detail = client.get(f"/v1/runs/{world.run_id}").json()
+    assert detail["significance"] == metrics["paired"] and detail["slices"] == metrics["slices"]
+    assert set(detail["labels"]) == {"SUPPORTS", "REFUTES", "NOT ENOUGH INFO"}
+
+
+def _records(world, system: str) -> dict:
+    path = world.results / world.run_id / "predictions" / f"{system}.jsonl"
+    return {r["id"]: r for r in map(json.loads, path.read_text().splitlines())}
+
+
+def test_run_claims_filter_and_page(client: TestClient, world):
+    url = f"/v1/runs/{world.run_id}/claims"
+    everything = client.get(url, params={"page_size": 200}).json()
+    assert everything["total"] == 7 and len(everything["claims"]) == 7
+    paged = [client.get(url, params={"page_size": 2, "page": p}).json() for p in (1, 2, 3, 4)]
+    assert paged[0]["pages"] == math.ceil(7 / 2)
+    assert [c["id"] for p in paged for c in p["claims"]] == [c["id"] for c in everything["claims"]]
+    base, graph = _records(world, "baseline"), _records(world, "graph")
+    supports = client.get(url, params={"label": "SUPPORTS", "page_size": 200}).json()["claims"]
+    assert supports and {c["id"] for c in supports} == {
+        i for i, r in base.items() if r["label"] == "SUPPORTS"
+    }
+    for system, recs in (("baseline", base), ("graph", graph)):
+        for correct in (True, False):
+            got = client.get(url, params={"system": system, "correct": correct, "page_size": 200}).json()
+            want = {i for i, r in recs.items() if (r["dataset_label"] == r["label"]) is correct}
+            assert {c["id"] for c in got["claims"]} == want
+    disagree = client.get(url, params={"disagree": "true", "page_size": 200}).json()["claims"]
+    want = {
+        i
+        for i in base
+        if (base[i]["dataset_label"] == base[i]["label"]) != (graph[i]["dataset_label"] == graph[i]["label"])
+    }
+    assert {c["id"] for c in disagree} == want
+    sl = client.get(url, params={"slice": "evidence on several pages", "page_size": 200}).json()["claims"]
+    assert [c["id"] for c in sl] == [2]
+    assert client.get(url, params={"q": "sandra"}).json()["total"] == 1
+    row = everything["claims"][0]
+    assert row["systems"]["baseline"]["evidence_read"] == base[row["id"]]["evidence_read"]
+
+
+def test_run_claim_detail_has_both_systems_evidence_with_text(client: TestClient, world, service):
+    d = client.get(f"/v1/runs/{world.run_id}/claims/2").json()
+    assert set(d["records"]) == {"baseline", "graph"}
+    store = service.served["baseline"].pipe.store
+    for system, sents in d["sentences"].items():
+        assert [[s["page"], s["line"]] for s in sents] == d["records"][system]["evidence_read"]
+        assert all(s["text"] == store.get(SentenceId(s["page"], s["line"])).text for s in sents)
+    assert [[s["page"], s["line"]] for s in d["gold_evidence"][0]] == [["The_Beatles", 0], ["Liverpool", 0]]
+
+
+@pytest.mark.parametrize(
+    ("path", "status"),
+    [
+        ("/v1/runs/nope", 404),
+        ("/v1/runs/..%2F..%2Fetc", 404),
+        ("/v1/runs/{run}/claims/12345", 404),
+        ("/v1/runs/{run}/claims?correct=true", 422),
+        ("/v1/runs/{run}/claims?system=nope", 422),
+        ("/v1/runs/{run}/claims?page=0", 422),
+        ("/v1/runs/{run}/claims?page_size=1000", 422),
+        ("/v1/nothing-here", 404),
+    ],
+)
+def test_run_errors(client: TestClient, world, path, status):
+    r = client.get(path.format(run=world.run_id))
+    assert r.status_code == status and r.json()["status"] == status
+
+
+def test_markup_claims_come_back_as_plain_json_text(client: TestClient):
+    body = client.post("/v1/verify", json={"claim": XSS_CLAIM, "config": "graph"}).json()
+    assert body["claim"] == XSS_CLAIM
+    texts = [e["text"] for e in body["evidence"]]
+    assert any("<script>" in t for t in texts)  # the markup page is retrieved, verbatim, as data
+
+
+def test_page_is_served_with_a_strict_content_security_policy(client: TestClient):
+    r = client.get("/")
+    assert r.status_code == 200 and "text/html" in r.headers["content-type"]
+    csp = r.headers["content-security-policy"]
+    assert "script-src 'self'" in csp and "unsafe-eval" not in csp
+    js = client.get("/static/app.js").text
+    assert "innerHTML" not in js and "insertAdjacentHTML" not in js  # data never becomes markup
+    assert re.search(r"cytoscape\.min\.js", r.text)
+    assert client.get("/static/vendor/cytoscape.min.js").status_code == 200

@@ -1,0 +1,99 @@
+"""The micro-batcher on its own: batches form, each caller gets its own result or the batch's error."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from garag.app.serve.batcher import MicroBatcher
+
+
+def test_each_caller_gets_its_own_result_and_batches_form():
+    seen: list[list[int]] = []
+
+    def square(items):  # noqa: ANN001, ANN202
+        seen.append(list(items))
+        return [x * x for x in items]
+
+    b = MicroBatcher(square, max_batch=4, max_wait=0.2)
+    futures = b.submit_many(list(range(10)))
+    assert [f.result(5) for f in futures] == [x * x for x in range(10)]
+    assert max(len(s) for s in seen) == 4 and sum(len(s) for s in seen) == 10
+    assert sorted(x for s in seen for x in s) == list(range(10))
+    b.close()
+
+
+def test_threads_submitting_at_once_share_batches():
+    b = MicroBatcher(lambda items: [f"r{x}" for x in items], max_batch=16, max_wait=0.1)
+    out: dict[int, str] = {}
+    barrier = threading.Barrier(8)
+
+    def call(i: int) -> None:
+        barrier.wait()
+        out[i] = b.submit(i).result(5)
+
+    threads = [threading.Thread(target=call, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert out == {i: f"r{i}" for i in range(8)}
+    assert max(b.batches) > 1
+    b.close()
+
+
+def test_an_error_reaches_every_caller_of_that_batch_only():
+    def fail_on_odd(items):  # noqa: ANN001, ANN202
+        if any(x % 2 for x in items):
+            raise ValueError("odd")
+        return items
+
+    b = MicroBatcher(fail_on_odd, max_batch=1, max_wait=0)
+    good, bad = b.submit(2), b.submit(3)
+    assert good.result(5) == 2
+    with pytest.raises(ValueError, match="odd"):
+        bad.result(5)
+    b.close()
+
+
+def test_a_wrong_number_of_results_is_an_error_not_a_mixup():
+    b = MicroBatcher(lambda items: list(items)[:-1], max_batch=2, max_wait=0.2)
+    f1, f2 = b.submit_many([1, 2])
+    with pytest.raises(RuntimeError, match="returned 1 results for 2 items"):
+        f1.result(5)
+    with pytest.raises(RuntimeError):
+        f2.result(5)
+    b.close()
+
+
+def test_cancelled_items_are_not_run():
+    started = threading.Event()
+    release = threading.Event()
+    ran: list[int] = []
+
+    def slow(items):  # noqa: ANN001, ANN202
+        started.set()
+        release.wait(5)
+        ran.extend(items)
+        return items
+
+    b = MicroBatcher(slow, max_batch=1, max_wait=0)
+    first = b.submit(1)
+    assert started.wait(5)
+    second = b.submit(2)
+    assert second.cancel()
+    release.set()
+    assert first.result(5) == 1
+    time.sleep(0.1)
+    assert ran == [1]
+    b.close()
+    with pytest.raises(RuntimeError, match="closed"):
+        b.submit(3)
+
+
+@pytest.mark.parametrize("kwargs", [{"max_batch": 0}, {"max_wait": -1}])
+def test_bad_settings(kwargs):
+    with pytest.raises(ValueError):
+        MicroBatcher(lambda items: items, **kwargs)
