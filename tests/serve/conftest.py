@@ -55,7 +55,7 @@ def world(tmp_path_factory, tiny_corpus: Path, tiny_claims: Path, predict_config
         "programs": root / "programs.yaml",
     }
     configs["baseline"].write_text(yaml.safe_dump(base), encoding="utf-8")
-    graph = {**base, "pipeline": {"mode": "graph", "evidence_pool": 10},
+    graph = {**base, "pipeline": {"mode": "graph", "evidence_pool": 10}, "decomposition": {"method": "rule"},
              "retrieval": {"retrievers": ["bm25", "graal"], "k": 20}}  # fmt: skip
     configs["graph"].write_text(yaml.safe_dump(graph), encoding="utf-8")
     programs = {**base, "reasoning": {"programs": "rule"}}

@@ -110,6 +110,11 @@ def test_graph_verdict_has_the_fact_graph_and_graal_paths(client: TestClient):
     path = next(p for p in body["graal_paths"] if p["reason"] == "path")
     assert {"The_Beatles"} <= set(path["entities"]) and path["edges"]
     assert any("graal" in e["retrievers"] for e in body["evidence"])
+    # subquestions retrieve lists of their own; a sentence names the retrievers, not the queries
+    two = "John Lennon was born in 1940 and Snowpiercer is a romantic comedy."
+    body = client.post("/v1/verify", json={"claim": two, "config": "graph"}).json()
+    assert len(body["subquestions"]) >= 2
+    assert all(e["retrievers"] and set(e["retrievers"]) <= {"bm25", "graal"} for e in body["evidence"])
     assert "graal_paths" in body["timings"] and "graph" in body["timings"]
 
 

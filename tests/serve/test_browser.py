@@ -126,6 +126,13 @@ def test_the_run_browser_filters_claims_and_opens_one(page, world):
     sync_api.expect(detail.locator("article.result")).to_have_count(2)
     assert "The Beatles were formed in England." in detail.locator("h2").first.inner_text()
     assert detail.locator("article.result[data-system=graph] ol.evidence li").count() == 3
+    gold = detail.locator("h3", has_text="Gold evidence").locator("xpath=following-sibling::ul[1]/li")
+    sync_api.expect(gold).to_have_count(2)
+    assert "Liverpool" in gold.nth(1).inner_text() and "[object" not in detail.inner_text()
+    read = detail.locator("article.result[data-system=baseline] ol.evidence li")
+    marked = [read.nth(i).locator("small.gold").count() == 1 for i in range(read.count())]
+    codes = [read.nth(i).locator("code").inner_text() for i in range(read.count())]
+    assert marked == [c in ("The_Beatles (0)", "Liverpool (0)") for c in codes]
     page.click("#reverify")
     sync_api.expect(detail.locator(".live .graph canvas").first).to_be_attached(timeout=60_000)
     assert page.errors == []

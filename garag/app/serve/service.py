@@ -166,10 +166,11 @@ class Service:
         assert s.pipe is not None
         v = result.verdict
         cited = set(v.evidence)
-        found: dict[SentenceId, list[str]] = {}
+        found: dict[SentenceId, set[str]] = {}
         for name, hits in result.retrieval.per_retriever.items():
+            base = name.split("@", 1)[0]  # "bm25@<subquestion>": a subquestion's own list
             for h in hits:
-                found.setdefault(h.sentence, []).append(name)
+                found.setdefault(h.sentence, set()).add(base)
         evidence = [
             {
                 "page": e.sentence.page,

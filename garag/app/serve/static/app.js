@@ -13,7 +13,7 @@ function el(tag, attrs, ...children) {
     else if (k.startsWith("on")) node.addEventListener(k.slice(2), v);
     else node.setAttribute(k, v === true ? "" : String(v));
   }
-  for (const c of children.flat()) {
+  for (const c of children.flat(Infinity)) {
     if (c === null || c === undefined) continue;
     node.append(c instanceof Node ? c : document.createTextNode(String(c)));
   }
@@ -175,8 +175,9 @@ function drawGraph(holder, info, graph) {
   const top = Math.max(1e-9, ...graph.nodes.map((n) => n.propagated));
   const elements = [
     ...graph.nodes.map((n) => ({
-      data: { id: n.id, label: n.kind === "fact" ? n.label : n.label, kind: n.kind,
-        size: 14 + 46 * Math.max(0, n.propagated) / top, claim: n.claim ? 1 : 0 },
+      // labels for the claim's entities, the facts and the better half of the rest; the others on click
+      data: { id: n.id, kind: n.kind, size: 12 + 48 * Math.max(0, n.propagated) / top, claim: n.claim ? 1 : 0,
+        label: n.kind === "fact" || n.claim || n.propagated >= 0.5 * top ? n.label : "" },
     })),
     ...graph.edges.map((e, i) => ({
       data: { id: "e" + i, source: e.source, target: e.target, kind: e.kind,
@@ -291,12 +292,13 @@ async function loadClaims() {
   $("claims-count").textContent = `${data.total} claims`;
   $("page-info").textContent = ` page ${data.page} of ${data.pages} `;
   const systems = state.run.systems;
+  const hops = state.run.hops.length > 0;
   $("claims-table").tHead.replaceChildren(el("tr", {}, el("th", { text: "id" }), el("th", { text: "claim" }),
-    el("th", { text: "gold" }), el("th", { text: "hops" }), systems.map((s) => el("th", { text: s }))));
+    el("th", { text: "gold" }), hops ? el("th", { text: "hops" }) : null, systems.map((s) => el("th", { text: s }))));
   $("claims-table").tBodies[0].replaceChildren(...data.claims.map((c) =>
     el("tr", { class: "claim-row", "data-id": c.id, onclick: () => openClaim(c.id) },
       el("td", { text: c.id }), el("td", { class: "claim-text", text: c.claim }), el("td", { text: c.label || "" }),
-      el("td", { text: c.hops ?? "" }),
+      hops ? el("td", { text: c.hops ?? "" }) : null,
       systems.map((s) => {
         const p = c.systems[s];
         if (!p) return el("td", { text: "–" });
@@ -309,6 +311,7 @@ async function openClaim(id) {
   const d = await api(`/v1/runs/${encodeURIComponent(state.run.run_id)}/claims/${encodeURIComponent(id)}`);
   const gold = d.gold_evidence.map((g) => el("ul", {}, g.map((s) => el("li", {}, el("code", { text: sid(s.page, s.line) }), " ",
     el("span", { text: s.text ?? "(text not loaded)" })))));
+  const goldIds = new Set(d.gold_evidence.flat().map((x) => sid(x.page, x.line)));
   const columns = el("div", { class: "columns" }, Object.entries(d.sentences).map(([s, sents]) => {
     const p = d.claim.systems[s];
     const cited = new Set((d.records[s].predicted_evidence || []).map((x) => sid(x[0], x[1])));
@@ -317,7 +320,8 @@ async function openClaim(id) {
       el("p", { class: "explanation", text: p.explanation }),
       el("h3", { text: "Evidence read" }),
       el("ol", { class: "evidence" }, sents.map((x) => el("li", { class: cited.has(sid(x.page, x.line)) ? "cited" : null },
-        el("code", { text: sid(x.page, x.line) }), " ", el("span", { text: x.text ?? "(text not loaded)" })))));
+        el("code", { text: sid(x.page, x.line) }), " ", el("span", { text: x.text ?? "(text not loaded)" }),
+        goldIds.has(sid(x.page, x.line)) ? el("small", { class: "gold", text: " gold" }) : null))));
   }));
   const live = el("div", { class: "columns live" });
   const button = el("button", { type: "button", id: "reverify", onclick: async () => {
@@ -328,9 +332,10 @@ async function openClaim(id) {
     })));
     button.disabled = false;
   } }, "Verify again with the loaded configs (draws their graphs)");
-  $("claim-detail").replaceChildren(el("h2", {}, `Claim ${d.claim.id}: `, el("span", { class: "claim-text", text: d.claim.claim })),
+  const parts = [el("h2", {}, `Claim ${d.claim.id}: `, el("span", { class: "claim-text", text: d.claim.claim })),
     el("p", {}, "Gold: ", d.claim.label ? labelBadge(d.claim.label) : "–", d.claim.hops ? ` · ${d.claim.hops} hops` : ""),
-    d.gold_evidence.length ? [el("h3", { text: "Gold evidence" }), gold] : null, columns, button, live);
+    d.gold_evidence.length ? [el("h3", { text: "Gold evidence (any one set suffices)" }), gold] : [], columns, button, live];
+  $("claim-detail").replaceChildren(...parts.flat(Infinity));
   $("claim-detail").scrollIntoView({ block: "start" });
 }
 
