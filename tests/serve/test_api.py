@@ -79,6 +79,20 @@ def test_baseline_verdict_has_evidence_with_ids_text_and_retrievers(client: Test
     assert t["total"] >= t["retrieval"] + t["verification"]
 
 
+@pytest.mark.parametrize("config", ["baseline", "graph", "programs"])
+def test_responses_match_their_documented_models(client: TestClient, config):
+    from garag.app.serve import models as m
+
+    two = "John Lennon was born in 1940 and Snowpiercer is a romantic comedy."
+    body = client.post("/v1/verify", json={"claim": two, "config": config}).json()
+    # nothing missing, nothing extra (extra keys are dropped by validation, then differ here)
+    assert m.VerifyResponse.model_validate(body).model_dump(mode="json", exclude_unset=True) == body
+    batch = client.post("/v1/verify/batch", json={"claims": [two, CLAIM], "config": config}).json()
+    m.BatchResponse.model_validate(batch)
+    for path, model in [("/v1/configs", m.ConfigsResponse), ("/v1/runs", m.RunsResponse)]:
+        m.__dict__[model.__name__].model_validate(client.get(path).json())
+
+
 def test_k_sets_the_number_of_evidence_sentences(client: TestClient, service):
     one = client.post("/v1/verify", json={"claim": CLAIM, "config": "baseline", "k": 1}).json()
     assert len(one["evidence"]) == 1

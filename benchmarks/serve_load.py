@@ -1,0 +1,248 @@
+"""Load test of ``garag serve`` on 127.0.0.1 (issue 21's goals), bounded in requests and time.
+
+Starts ``garag serve`` with the NLI configs on a free loopback port, then per config sends
+``--requests`` single-claim ``POST /v1/verify`` requests at each concurrency (a fresh slice of the
+dataset's claims per level, so no level reads another's caches), records latency percentiles,
+throughput and errors, then sends ``--rss-requests`` more to the first config and reports the
+server's RSS growth over them.  Last, with the server stopped, it runs the same configs in
+process over the claims of the highest concurrency level with ``VerificationPipeline.iter_results``
+in batches of ``--batch`` (what ``garag predict`` does) for the batch claims/s.  That run comes
+after the served one, so it finds the disk caches warm: the comparison is conservative.
+
+Goals: zero errors; p95 < 1 s at concurrency 8 for the baseline config; throughput at 32 >= 80% of
+batch claims/s; RSS growth < 10% over 2,000 requests.  Writes ``benchmarks/results/serve_load.{json,md}``.
+
+    python benchmarks/serve_load.py --cache cache [--configs configs/baseline.yaml configs/graph.yaml]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+from garag.config import load_config
+from garag.datasets import dataset_from_config
+from pipeline.verification import VerificationPipeline
+
+ROOT = Path(__file__).resolve().parents[1]
+OUT = ROOT / "benchmarks" / "results"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    raise RuntimeError(f"no VmRSS for pid {pid}")
+
+
+def percentile(xs: list[float], q: float) -> float:
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, max(0, round(q * (len(xs) - 1))))]
+
+
+async def load(url: str, config: str, claims: list[str], concurrency: int, deadline: float) -> dict:
+    """Send every claim once with at most ``concurrency`` requests in flight."""
+    sem = asyncio.Semaphore(concurrency)
+    latencies: list[float] = []
+    errors: dict[str, int] = {}
+    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
+
+    async with httpx.AsyncClient(base_url=url, timeout=120, limits=limits) as client:
+
+        async def one(claim: str) -> None:
+            async with sem:
+                if time.monotonic() > deadline:
+                    errors["skipped (time bound)"] = errors.get("skipped (time bound)", 0) + 1
+                    return
+                t = time.perf_counter()
+                try:
+                    r = await client.post("/v1/verify", json={"claim": claim, "config": config})
+                    ok = r.status_code == 200 and r.json().get("claim") == claim
+                    key = None if ok else f"HTTP {r.status_code}"
+                except httpx.HTTPError as e:
+                    key = type(e).__name__
+                latencies.append(time.perf_counter() - t)
+                if key:
+                    errors[key] = errors.get(key, 0) + 1
+
+        started = time.perf_counter()
+        await asyncio.gather(*(one(c) for c in claims))
+        wall = time.perf_counter() - started
+    return {
+        "config": config,
+        "concurrency": concurrency,
+        "requests": len(claims),
+        "errors": sum(errors.values()),
+        "error_kinds": errors,
+        "seconds": round(wall, 2),
+        "throughput": round(len(latencies) / wall, 2),
+        "p50": round(percentile(latencies, 0.50), 3),
+        "p95": round(percentile(latencies, 0.95), 3),
+        "p99": round(percentile(latencies, 0.99), 3),
+        "mean": round(statistics.fmean(latencies), 3),
+    }
+
+
+def batch_rate(path: str, overrides: list[str], claims: list, batch: int) -> dict:
+    pipe = VerificationPipeline(load_config(path, overrides), progress=False).build()
+    t = time.perf_counter()
+    n = sum(1 for _ in pipe.iter_results(claims, batch_size=batch))
+    wall = time.perf_counter() - t
+    return {"claims": n, "seconds": round(wall, 2), "claims_per_s": round(n / wall, 2)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--configs", nargs="+", default=["configs/baseline.yaml", "configs/graph.yaml"])
+    ap.add_argument("--cache", default="cache")
+    ap.add_argument("--dataset", default="fever")
+    ap.add_argument("--requests", type=int, default=500)
+    ap.add_argument("--concurrency", type=int, nargs="+", default=[1, 8, 32])
+    ap.add_argument("--rss-requests", type=int, default=2000)
+    ap.add_argument("--batch", type=int, default=32, help="claims per batch in process (garag predict's)")
+    ap.add_argument("--micro-batch", type=int, default=32, help="the server's --micro-batch")
+    ap.add_argument("--max-seconds", type=float, default=3600, help="bound on the whole load test")
+    ap.add_argument("--out", type=Path, default=OUT)
+    args = ap.parse_args(argv)
+    overrides = [f"data.dataset={args.dataset}", f"paths.cache_dir={args.cache}"]
+    names = [Path(c).stem for c in args.configs]
+    dataset = dataset_from_config(load_config(args.configs[0], overrides).data)
+    all_claims = list(dataset.claims())
+    levels = len(args.concurrency)
+    if len(all_claims) < args.requests * levels:
+        raise SystemExit(f"{len(all_claims)} claims: fewer than {args.requests} x {levels} levels")
+    slices = {
+        c: all_claims[i * args.requests : (i + 1) * args.requests] for i, c in enumerate(args.concurrency)
+    }
+
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    cmd = [sys.executable, "-m", "garag.app.cli", "serve", "--host", "127.0.0.1", "--port", str(port),
+           "--configs", *args.configs, "--micro-batch", str(args.micro_batch), "--max-batch", "64",
+           *sum((["--set", o] for o in overrides), [])]  # fmt: skip
+    log = open(args.out / "serve_load.server.log", "w", encoding="utf-8")  # noqa: SIM115
+    server = subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    deadline = time.monotonic() + args.max_seconds
+    rows, rss = [], {}
+    try:
+        t0 = time.perf_counter()
+        while True:
+            if server.poll() is not None:
+                raise SystemExit(f"garag serve exited ({server.returncode}); see {log.name}")
+            try:
+                if httpx.get(f"{url}/v1/ready", timeout=5).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            time.sleep(1)
+        load_seconds = time.perf_counter() - t0
+        for name in names:
+            for c in args.concurrency:
+                row = asyncio.run(load(url, name, [x.text for x in slices[c]], c, deadline))
+                rows.append(row)
+                print(json.dumps(row), flush=True)
+        rss_claims = [all_claims[i % len(all_claims)].text for i in range(args.rss_requests)]
+        rss["before_mb"] = round(rss_mb(server.pid), 1)
+        rss_row = asyncio.run(load(url, names[0], rss_claims, 8, deadline))
+        rss["after_mb"] = round(rss_mb(server.pid), 1)
+        rss["requests"] = rss_row["requests"]
+        rss["errors"] = rss_row["errors"]
+        rss["growth"] = round((rss["after_mb"] - rss["before_mb"]) / rss["before_mb"], 4)
+        print(json.dumps({"rss": rss}), flush=True)
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)
+        server.wait(30)
+        log.close()
+    top = max(args.concurrency)
+    batch = {}
+    for path, name in zip(args.configs, names, strict=True):
+        batch[name] = batch_rate(path, overrides, slices[top], args.batch)
+        print(json.dumps({"batch": name, **batch[name]}), flush=True)
+    goals = {
+        "zero_errors": all(r["errors"] == 0 for r in rows) and rss["errors"] == 0,
+        "p95_at_8_baseline_under_1s": next(
+            (r["p95"] < 1.0 for r in rows if r["config"] == names[0] and r["concurrency"] == 8), None
+        ),
+        "throughput_at_32_vs_batch": {
+            n: round(
+                next(r["throughput"] for r in rows if r["config"] == n and r["concurrency"] == top)
+                / batch[n]["claims_per_s"],
+                3,
+            )
+            for n in names
+        },  # fmt: skip
+        "rss_growth_under_10pct": rss["growth"] < 0.10,
+    }
+    result = {
+        "machine": {
+            "cpus": os.cpu_count(),
+            "python": platform.python_version(),
+            "platform": platform.platform(),
+        },
+        "dataset": args.dataset,
+        "server": {"micro_batch": args.micro_batch, "load_seconds": round(load_seconds, 1)},
+        "rows": rows,
+        "rss": rss,
+        "batch": batch,
+        "goals": goals,
+        "command": "python benchmarks/serve_load.py " + " ".join(argv if argv is not None else sys.argv[1:]),
+    }
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "serve_load.json").write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    (args.out / "serve_load.md").write_text(markdown(result), encoding="utf-8")
+    print((args.out / "serve_load.md").read_text(encoding="utf-8"))
+    return 0
+
+
+def markdown(r: dict) -> str:
+    lines = [
+        "# garag serve under load (benchmarks/serve_load.py)",
+        "",
+        f"`{r['command']}`; {r['machine']['cpus']} CPUs, Python {r['machine']['python']}; "
+        f"{r['dataset']} claims, server `--micro-batch {r['server']['micro_batch']}`, "
+        f"models loaded in {r['server']['load_seconds']} s. Requests and server on 127.0.0.1.",
+        "",
+        "| config | concurrency | requests | errors | claims/s | p50 s | p95 s | p99 s |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for x in r["rows"]:
+        lines.append(
+            f"| {x['config']} | {x['concurrency']} | {x['requests']} | {x['errors']} | {x['throughput']} | "
+            f"{x['p50']} | {x['p95']} | {x['p99']} |"
+        )
+    lines += ["", "| config | batch claims/s (in process) | served claims/s at the top concurrency / batch |",
+              "|---|---|---|"]  # fmt: skip
+    for n, b in r["batch"].items():
+        lines.append(f"| {n} | {b['claims_per_s']} | {r['goals']['throughput_at_32_vs_batch'][n]} |")
+    s = r["rss"]
+    lines += [
+        "",
+        f"RSS over {s['requests']} more requests (concurrency 8): {s['before_mb']} MB -> {s['after_mb']} MB "
+        f"({100 * s['growth']:+.1f}%), {s['errors']} errors.",
+        "",
+        "Goals: " + json.dumps(r["goals"]),
+        "",
+    ]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
