@@ -11,7 +11,7 @@ ARGS ?=
 LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON
 LLAMA_PIP_CACHE ?= $(HOME)/.cache/garag/pip-llama-cpp-x86-64-v3
 
-.PHONY: setup setup-qwen run run-llm run-multihop run-verifier run-retrieval test lint bench bench-scale clean-cache help
+.PHONY: setup setup-qwen run run-llm run-multihop run-verifier run-retrieval serve bench-serve test lint bench bench-scale clean-cache help
 
 help:
 	@echo "make run    - set up the virtualenv, build the indexes, run the main job on the embedded data"
@@ -19,6 +19,7 @@ help:
 	@echo "make run-llm - the same comparison plus the local LLM verifier on LLM_SAMPLE FEVER claims (slow)"
 	@echo "make run-verifier - baseline RAG on all FEVER claims, open retrieval and oracle evidence"
 	@echo "make run-retrieval - recall@k of each retriever and of the fusion (FEVER, HoVer)"
+	@echo "make serve  - the verification service and web page on http://127.0.0.1:8000/ (baseline + graph)"
 	@echo "make bench  - retrieval quality, retrieval and verifier speed (writes benchmarks/results/)"
 	@echo "make bench-scale - BM25 and FAISS over 1M generated sentences"
 
@@ -91,6 +92,18 @@ run-verifier: setup
 run-retrieval: setup
 	$(BIN)/garag evaluate-retrieval --dataset fever --config configs/graph.yaml $(ARGS)
 	$(BIN)/garag evaluate-retrieval --dataset hover --config configs/graph.yaml $(ARGS)
+
+# The service and its web page over the embedded FEVER data (indexes and verifier as `make run` builds
+# them): http://127.0.0.1:8000/ and the API at /docs.  Another bind address needs GARAG_API_KEY.
+SERVE_ARGS ?=
+serve: setup
+	$(BIN)/garag index --dataset fever --config configs/graph.yaml $(ARGS)
+	$(BIN)/garag train-verifier $(ARGS)
+	$(BIN)/garag serve --configs configs/baseline.yaml configs/graph.yaml $(SERVE_ARGS) $(ARGS)
+
+# Load test of garag serve on 127.0.0.1 (writes benchmarks/results/serve_load.{json,md}; ~15 min).
+bench-serve: setup
+	$(BIN)/python benchmarks/serve_load.py
 
 test: setup
 	$(BIN)/python -m pytest

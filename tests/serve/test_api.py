@@ -402,3 +402,20 @@ def test_page_is_served_with_a_strict_content_security_policy(client: TestClient
     assert "innerHTML" not in js and "insertAdjacentHTML" not in js  # data never becomes markup
     assert re.search(r"cytoscape\.min\.js", r.text)
     assert client.get("/static/vendor/cytoscape.min.js").status_code == 200
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--host", "0.0.0.0"], "--host 0.0.0.0 is not a loopback address: set GARAG_API_KEY"),
+        (["--configs", "no/such.yaml"], "no/such.yaml: no such config file"),
+        (["--port", "70000"], "--port must be in 1..65535"),
+    ],
+)
+def test_serve_command_refuses_unsafe_or_bad_arguments_in_one_line(args, message, capsys, monkeypatch):
+    from garag.app.cli import main
+
+    monkeypatch.delenv("GARAG_API_KEY", raising=False)
+    assert main(["serve", *args]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1 and "Traceback" not in err
