@@ -27,6 +27,7 @@ import socket
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -138,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
     cmd = [sys.executable, "-m", "garag.app.cli", "serve", "--host", "127.0.0.1", "--port", str(port),
            "--configs", *args.configs, "--micro-batch", str(args.micro_batch), "--max-batch", "64",
            *sum((["--set", o] for o in overrides), [])]  # fmt: skip
-    log = open(args.out / "serve_load.server.log", "w", encoding="utf-8")  # noqa: SIM115
+    log = open(Path(tempfile.gettempdir()) / f"garag-serve-load-{port}.log", "w", encoding="utf-8")  # noqa: SIM115
     server = subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     deadline = time.monotonic() + args.max_seconds
     rows, rss = [], {}
