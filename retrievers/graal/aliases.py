@@ -13,6 +13,7 @@ pages would otherwise turn every date into a hub).
 
 from __future__ import annotations
 
+import functools
 import html
 import re
 import unicodedata
@@ -30,10 +31,12 @@ _EDGE_PUNCT = "\"'`.,;:!?()[]{}\u201c\u201d\u2018\u2019"
 _SPACE_RE = re.compile(r"\s+")
 
 
+@functools.lru_cache(maxsize=1 << 18)
 def mention_key(text: str) -> str:
     """Normalised key of a mention's surface text (same normalisation as titles).
 
-    ``"The Beatles'"`` -> ``"the beatles"``; PTB tokens and HTML entities are undone.
+    ``"The Beatles'"`` -> ``"the beatles"``; PTB tokens and HTML entities are undone.  Memoised: a
+    graph build looks up the same surface strings (names, noun phrases) again and again.
     """
     text = detokenize(html.unescape(text))
     text = unicodedata.normalize("NFKC", text).casefold()

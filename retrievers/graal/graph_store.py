@@ -201,38 +201,44 @@ class GraphStore:
         self.con.executemany("INSERT INTO pages VALUES (?,?,?,?)", new)
         return self.aliases.add_pages(p for _, p, _, _ in new)
 
-    def write_sentence(
-        self, page_idx: int, line: int, parsed: ParsedSentence, mentions: list[Mention], new: bool
-    ) -> int:
-        """Store (or, when not ``new``, replace the links of) one sentence; returns its edge count."""
+    def write_sentences(
+        self, items: Sequence[tuple[int, int, ParsedSentence, list[Mention]]], new: bool
+    ) -> tuple[int, int]:
+        """Store (or, when not ``new``, replace the links of) sentences ``(page_idx, line, parsed,
+        mentions)`` in one statement per table; returns ``(mentions, edges)`` written."""
         con = self.con
         if new:
-            con.execute("INSERT INTO parses VALUES (?,?,?)", (page_idx, line, json.dumps(parsed.to_json())))
+            con.executemany(
+                "INSERT INTO parses VALUES (?,?,?)",
+                [(i, line, json.dumps(p.to_json())) for i, line, p, _ in items],
+            )
             con.executemany(
                 "INSERT OR IGNORE INTO sentence_keys VALUES (?,?,?)",
-                [(k, page_idx, line) for k in sentence_keys(parsed)],
+                [(k, i, line) for i, line, p, _ in items for k in sentence_keys(p)],
             )
-            frames = parsed.frames or (Frame(0, len(parsed.text), ""),)
             con.executemany(
                 "INSERT INTO frames VALUES (?,?,?,?,?,?)",
-                [(page_idx, line, i, f.start, f.end, f.predicate) for i, f in enumerate(frames)],
+                [
+                    (i, line, n, f.start, f.end, f.predicate)
+                    for i, line, p, _ in items
+                    for n, f in enumerate(p.frames or (Frame(0, len(p.text), ""),))
+                ],
             )
         else:
-            con.execute("DELETE FROM mentions WHERE page_idx=? AND line=?", (page_idx, line))
-            con.execute("DELETE FROM edges WHERE page_idx=? AND line=?", (page_idx, line))
-        ents = [self.index[m.entity] for m in mentions]
-        con.executemany(
-            "INSERT OR IGNORE INTO mentions VALUES (?,?,?,?,?,?)",
-            [
-                (page_idx, e, line, -1 if m.start is None else m.start, m.end, _SOURCES[m.source])
+            where = [(i, line) for i, line, _, _ in items]
+            con.executemany("DELETE FROM mentions WHERE page_idx=? AND line=?", where)
+            con.executemany("DELETE FROM edges WHERE page_idx=? AND line=?", where)
+        mention_rows, edge_rows = [], []
+        for i, line, p, mentions in items:
+            ents = [self.index[m.entity] for m in mentions]
+            mention_rows += [
+                (i, e, line, -1 if m.start is None else m.start, m.end, _SOURCES[m.source])
                 for e, m in zip(ents, mentions, strict=True)
-            ],
-        )
-        edges = frame_edges(parsed, ents, [m.start for m in mentions])
-        con.executemany(
-            "INSERT INTO edges VALUES (?,?,?,?,?)", [(page_idx, line, f, u, v) for f, u, v in edges]
-        )
-        return len(edges)
+            ]
+            edge_rows += [(i, line, f, u, v) for f, u, v in frame_edges(p, ents, [m.start for m in mentions])]
+        con.executemany("INSERT OR IGNORE INTO mentions VALUES (?,?,?,?,?,?)", mention_rows)
+        con.executemany("INSERT INTO edges VALUES (?,?,?,?,?)", edge_rows)
+        return len(mention_rows), len(edge_rows)
 
     def refresh_index(self) -> None:
         """Rebuild the inverted index entity -> pages and the per-entity statistics."""
@@ -389,8 +395,9 @@ class GraphBuilder:
         )
         self.stats.link_seconds += time.perf_counter() - started
         started = time.perf_counter()
-        for (i, line, p), ms in zip(items, mentions, strict=True):
-            self.stats.edges += self.graph.write_sentence(i, line, p, ms, new)
-            self.stats.mentions += len(ms)
+        rows = [(i, line, p, ms) for (i, line, p), ms in zip(items, mentions, strict=True)]
+        n_mentions, n_edges = self.graph.write_sentences(rows, new)
+        self.stats.mentions += n_mentions
+        self.stats.edges += n_edges
         self.graph.con.commit()
         self.stats.write_seconds += time.perf_counter() - started

@@ -178,19 +178,29 @@ class Candidate:
 
 
 def windows(parsed: ParsedSentence) -> list[tuple[int, int, str]]:
-    """Token windows ``(i, j, key)`` that may name an entity, longest first, then leftmost."""
+    """Token windows ``(i, j, key)`` that may name an entity, longest first, then leftmost.
+
+    Computed once per parsed sentence (linking and incremental re-linking both ask for them).
+    """
+    cached = parsed.__dict__.get("_windows")
+    if cached is not None:
+        return cached
     toks, text = parsed.tokens, parsed.text
     found: dict[tuple[int, int], str] = {}
     for s, e, label in parsed.spans:
         named = bool(label)
         for i in range(s, e):
+            name_like = False
             for j in range(i + 1, min(e, i + MAX_WINDOW) + 1):
-                if not (any(t[2] for t in toks[i:j]) or (named and i == s and j == e)):
+                name_like = name_like or toks[j - 1][2]  # some token of toks[i:j] is name-like
+                if not (name_like or (named and i == s and j == e)) or (i, j) in found:
                     continue
                 key = mention_key(text[toks[i][0] : toks[j - 1][1]])
                 if key:
                     found[(i, j)] = key
-    return sorted(((i, j, k) for (i, j), k in found.items()), key=lambda w: (w[0] - w[1], w[0]))
+    out = sorted(((i, j, k) for (i, j), k in found.items()), key=lambda w: (w[0] - w[1], w[0]))
+    object.__setattr__(parsed, "_windows", out)  # a frozen dataclass: a cache, not a field
+    return out
 
 
 def sentence_keys(parsed: ParsedSentence) -> set[str]:
