@@ -30,7 +30,7 @@ from garag.config import load_config  # noqa: E402
 from pipeline.retrieval import RetrievalPipeline, build_sentence_store  # noqa: E402
 from retrievers.embeddings import EmbeddingCache, SentenceEncoder  # noqa: E402
 from retrievers.graal.graph_store import GraphBuilder, GraphStore  # noqa: E402
-from retrievers.graal.linker import SpacyParser  # noqa: E402
+from retrievers.graal.linker import SpacyParser, word_vectors  # noqa: E402
 
 OUT = Path(__file__).resolve().parent / "results"
 
@@ -66,10 +66,12 @@ def main(argv: list[str] | None = None) -> int:
         g = cfg.graal
         encoder = SentenceEncoder(cfg.dense.model, "cpu", cfg.dense.batch_size)
         cache = EmbeddingCache(encoder, tmp)  # cold
-        options = {"embed": cache.encode_cached, "prior_weight": g.prior_weight, "exact_bonus": g.exact_bonus,
+        embed = word_vectors if g.disambiguation == "words" else cache.encode_cached
+        options = {"embed": embed, "prior_weight": g.prior_weight, "exact_bonus": g.exact_bonus,
                    "own_page": g.own_page_mentions, "use_links": g.use_links}  # fmt: skip
         graph = GraphStore(tmp / "graph.db")
-        builder = GraphBuilder(graph, SpacyParser(g.spacy_model, g.frame_extractor), options, workers=1)
+        parser = SpacyParser(g.spacy_model, g.frame_extractor, g.parse)
+        builder = GraphBuilder(graph, parser, options, workers=1)
         builder.parser.nlp  # noqa: B018 - models load before the clock starts
         encoder.encode(["warm up"])
         started = time.perf_counter()

@@ -105,6 +105,68 @@ class DependencyFrames:
         return out
 
 
+# Tokens after which a new clause may start (tagger-only frames).
+_BOUNDARY_TEXT = frozenset({",", ";", ":", "(", ")", "--", "-", "\u2013", "\u2014"})
+_BOUNDARY_POS = frozenset({"CCONJ", "SCONJ"})
+_BOUNDARY_TAGS = frozenset({"WDT", "WP", "WP$", "WRB"})
+_SKIP_TO_VERB = frozenset({"ADV", "PART"})
+
+
+def _tagged_predicates(doc: Any) -> list[bool]:
+    """Predicates from part-of-speech tags alone: verbs, and auxiliaries that do not help a verb."""
+    toks = list(doc)
+    out = []
+    for i, t in enumerate(toks):
+        if t.pos_ == "VERB":
+            out.append(True)
+            continue
+        if t.pos_ != "AUX":
+            out.append(False)
+            continue
+        j = i + 1
+        while j < len(toks) and toks[j].pos_ in _SKIP_TO_VERB:
+            j += 1
+        out.append(not (j < len(toks) and toks[j].pos_ in ("VERB", "AUX")))
+    return out
+
+
+class TaggerFrames:
+    """Frames without a dependency parse: the sentence is cut into clause-like pieces at
+    punctuation, conjunctions and relative pronouns; every piece holding a predicate is a frame,
+    and a piece without one joins the frame after it (a subject before its verb) or, at the end,
+    the frame before it.  Needs only the tagger (``graal.parse: tagger``)."""
+
+    name = "tagger"
+
+    def frames(self, doc: Any) -> list[Frame]:
+        base = doc.start_char if hasattr(doc, "start_char") else 0
+        toks = list(doc)
+        if not toks:
+            return []
+        pred = _tagged_predicates(doc)
+        pieces: list[list[int]] = [[]]
+        for i, t in enumerate(toks):
+            if i > 0 and (t.text in _BOUNDARY_TEXT or t.pos_ in _BOUNDARY_POS or t.tag_ in _BOUNDARY_TAGS):
+                pieces.append([])
+            pieces[-1].append(i)
+        frames: list[tuple[int, int, str]] = []  # (first token, last token, predicate)
+        pending: int | None = None  # first token of predicate-less pieces waiting for a frame
+        for piece in pieces:
+            verbs = [i for i in piece if pred[i]]
+            if not verbs:
+                pending = piece[0] if pending is None else pending
+                continue
+            first = piece[0] if pending is None else pending
+            frames.append((first, piece[-1], toks[verbs[0]].text.lower()))
+            pending = None
+        if pending is not None and frames:
+            a, _, lemma = frames[-1]
+            frames[-1] = (a, len(toks) - 1, lemma)
+        return [
+            Frame(toks[a].idx - base, toks[b].idx + len(toks[b].text) - base, lemma) for a, b, lemma in frames
+        ]
+
+
 class SentenceFrames:
     """The whole sentence as one frame (GraphRetrieve)."""
 
@@ -118,6 +180,7 @@ class SentenceFrames:
 _EXTRACTORS: dict[str, Callable[[], FrameExtractor]] = {
     "dependency": DependencyFrames,
     "sentence": SentenceFrames,
+    "tagger": TaggerFrames,
 }
 
 

@@ -85,9 +85,9 @@ def frame_edges(parsed: ParsedSentence, entities: Sequence[int], positions: Sequ
 _WORKER: SpacyParser | None = None
 
 
-def _init_worker(model: str, extractor: str) -> None:
+def _init_worker(model: str, extractor: str, mode: str = "full") -> None:
     global _WORKER
-    _WORKER = SpacyParser(model, extractor)
+    _WORKER = SpacyParser(model, extractor, mode)
 
 
 def _parse_chunk(chunk: list[tuple[str, tuple[str, ...]]]) -> list[ParsedSentence]:
@@ -360,7 +360,7 @@ class GraphBuilder:
                 self._write_chunk(chunk, parsed)
             return
         ctx = multiprocessing.get_context("spawn")
-        init = (self.parser.model, self.parser.extractor.name)
+        init = (self.parser.model, self.parser.extractor.name, self.parser.mode)
         with ctx.Pool(self.workers, initializer=_init_worker, initargs=init) as pool:
             pending: list[tuple[list, object]] = []
             for chunk in chunks:

