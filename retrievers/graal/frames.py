@@ -18,7 +18,7 @@ factory with ``register_frame_extractor`` and name it in ``graal.frame_extractor
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -112,59 +112,66 @@ _BOUNDARY_TAGS = frozenset({"WDT", "WP", "WP$", "WRB"})
 _SKIP_TO_VERB = frozenset({"ADV", "PART"})
 
 
-def _tagged_predicates(doc: Any) -> list[bool]:
-    """Predicates from part-of-speech tags alone: verbs, and auxiliaries that do not help a verb."""
-    toks = list(doc)
-    out = []
-    for i, t in enumerate(toks):
-        if t.pos_ == "VERB":
-            out.append(True)
+def tagged_frames(
+    words: Sequence[str], starts: Sequence[int], pos: Sequence[str], tags: Sequence[str]
+) -> list:
+    """Frames without a dependency parse, from each token's text, offset, coarse and fine tag.
+
+    The sentence is cut into clause-like pieces at punctuation, conjunctions and relative
+    pronouns; every piece holding a predicate (a verb, or an auxiliary that does not help a verb)
+    is a frame, and a piece without one joins the frame after it (a subject before its verb) or,
+    at the end, the frame before it.
+    """
+    n = len(words)
+    pred = []
+    for i in range(n):
+        if pos[i] == "VERB":
+            pred.append(True)
             continue
-        if t.pos_ != "AUX":
-            out.append(False)
+        if pos[i] != "AUX":
+            pred.append(False)
             continue
         j = i + 1
-        while j < len(toks) and toks[j].pos_ in _SKIP_TO_VERB:
+        while j < n and pos[j] in _SKIP_TO_VERB:
             j += 1
-        out.append(not (j < len(toks) and toks[j].pos_ in ("VERB", "AUX")))
-    return out
+        pred.append(not (j < n and pos[j] in ("VERB", "AUX")))
+    frames: list[tuple[int, int, str]] = []  # (first token, last token, predicate)
+    pending: int | None = None  # first token of predicate-less pieces waiting for a frame
+    first, verb = 0, None
+    for i in range(n + 1):
+        cut = i == n or (
+            i > 0 and (words[i] in _BOUNDARY_TEXT or pos[i] in _BOUNDARY_POS or tags[i] in _BOUNDARY_TAGS)
+        )
+        if cut and i > first:
+            if verb is None:
+                pending = first if pending is None else pending
+            else:
+                frames.append((first if pending is None else pending, i - 1, words[verb].lower()))
+                pending = None
+            first, verb = i, None
+        if i < n and verb is None and pred[i]:
+            verb = i
+    if pending is not None and frames:
+        a, _, lemma = frames[-1]
+        frames[-1] = (a, n - 1, lemma)
+    return [Frame(starts[a], starts[b] + len(words[b]), lemma) for a, b, lemma in frames]
 
 
 class TaggerFrames:
-    """Frames without a dependency parse: the sentence is cut into clause-like pieces at
-    punctuation, conjunctions and relative pronouns; every piece holding a predicate is a frame,
-    and a piece without one joins the frame after it (a subject before its verb) or, at the end,
-    the frame before it.  Needs only the tagger (``graal.parse: tagger``)."""
+    """:func:`tagged_frames` for a tagged ``Doc`` (``graal.parse: tagger`` calls the function on
+    arrays directly)."""
 
     name = "tagger"
 
     def frames(self, doc: Any) -> list[Frame]:
         base = doc.start_char if hasattr(doc, "start_char") else 0
         toks = list(doc)
-        if not toks:
-            return []
-        pred = _tagged_predicates(doc)
-        pieces: list[list[int]] = [[]]
-        for i, t in enumerate(toks):
-            if i > 0 and (t.text in _BOUNDARY_TEXT or t.pos_ in _BOUNDARY_POS or t.tag_ in _BOUNDARY_TAGS):
-                pieces.append([])
-            pieces[-1].append(i)
-        frames: list[tuple[int, int, str]] = []  # (first token, last token, predicate)
-        pending: int | None = None  # first token of predicate-less pieces waiting for a frame
-        for piece in pieces:
-            verbs = [i for i in piece if pred[i]]
-            if not verbs:
-                pending = piece[0] if pending is None else pending
-                continue
-            first = piece[0] if pending is None else pending
-            frames.append((first, piece[-1], toks[verbs[0]].text.lower()))
-            pending = None
-        if pending is not None and frames:
-            a, _, lemma = frames[-1]
-            frames[-1] = (a, len(toks) - 1, lemma)
-        return [
-            Frame(toks[a].idx - base, toks[b].idx + len(toks[b].text) - base, lemma) for a, b, lemma in frames
-        ]
+        return tagged_frames(
+            [t.text for t in toks],
+            [t.idx - base for t in toks],
+            [t.pos_ for t in toks],
+            [t.tag_ for t in toks],
+        )
 
 
 class SentenceFrames:
