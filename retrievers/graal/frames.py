@@ -117,10 +117,13 @@ def tagged_frames(
 ) -> list:
     """Frames without a dependency parse, from each token's text, offset, coarse and fine tag.
 
-    The sentence is cut into clause-like pieces at punctuation, conjunctions and relative
-    pronouns; every piece holding a predicate (a verb, or an auxiliary that does not help a verb)
-    is a frame, and a piece without one joins the frame after it (a subject before its verb) or,
-    at the end, the frame before it.
+    A dependency frame is a predicate with its argument subtrees, so it reaches over the relative
+    clauses and appositions inside its arguments but stops at coordinated and adverbial clauses.
+    Approximated here: the sentence is cut into pieces at punctuation, conjunctions and relative
+    pronouns; a predicate (a verb, or an auxiliary that does not help a verb) opens a frame at the
+    start of its piece (the first one at the sentence's start, a subject before it included), and
+    the frame runs on until a *hard* cut: a semicolon, a subordinating conjunction, or a
+    coordinating conjunction that opens a piece with a predicate of its own.
     """
     n = len(words)
     pred = []
@@ -135,25 +138,27 @@ def tagged_frames(
         while j < n and pos[j] in _SKIP_TO_VERB:
             j += 1
         pred.append(not (j < n and pos[j] in ("VERB", "AUX")))
-    frames: list[tuple[int, int, str]] = []  # (first token, last token, predicate)
-    pending: int | None = None  # first token of predicate-less pieces waiting for a frame
-    first, verb = 0, None
-    for i in range(n + 1):
-        cut = i == n or (
-            i > 0 and (words[i] in _BOUNDARY_TEXT or pos[i] in _BOUNDARY_POS or tags[i] in _BOUNDARY_TAGS)
-        )
-        if cut and i > first:
-            if verb is None:
-                pending = first if pending is None else pending
-            else:
-                frames.append((first if pending is None else pending, i - 1, words[verb].lower()))
-                pending = None
-            first, verb = i, None
-        if i < n and verb is None and pred[i]:
-            verb = i
-    if pending is not None and frames:
-        a, _, lemma = frames[-1]
-        frames[-1] = (a, n - 1, lemma)
+    cuts = [0] + [
+        i
+        for i in range(1, n)
+        if words[i] in _BOUNDARY_TEXT or pos[i] in _BOUNDARY_POS or tags[i] in _BOUNDARY_TAGS
+    ]
+    pieces = [(a, b) for a, b in zip(cuts, [*cuts[1:], n], strict=True) if b > a]
+    verb_of = [next((i for i in range(a, b) if pred[i]), None) for a, b in pieces]
+    hard = [
+        k > 0 and (words[a] == ";" or pos[a] == "SCONJ" or (pos[a] == "CCONJ" and verb_of[k] is not None))
+        for k, (a, _) in enumerate(pieces)
+    ]
+    frames: list[tuple[int, int, str]] = []
+    first_verb = True
+    for k, (a, _) in enumerate(pieces):
+        verb = verb_of[k]
+        if verb is None:
+            continue
+        start = 0 if first_verb else a
+        first_verb = False
+        stop = next((m for m in range(k + 1, len(pieces)) if hard[m]), len(pieces))
+        frames.append((start, pieces[stop - 1][1] - 1, words[verb].lower()))
     return [Frame(starts[a], starts[b] + len(words[b]), lemma) for a, b, lemma in frames]
 
 

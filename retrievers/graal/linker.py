@@ -138,6 +138,10 @@ def parsed_from_doc(doc: Any, extractor: Any, links: Sequence[str] = ()) -> Pars
 # Parts of speech of a base noun phrase (tagger-only spans stand in for spaCy's noun chunks).
 _NP_POS = frozenset({"DET", "ADJ", "NUM", "PROPN", "NOUN"})
 _NP_HEAD = frozenset({"PROPN", "NOUN", "NUM"})
+# Function words that may sit inside a multi-word name, at most _BRIDGE in a row.
+_CONNECTOR_POS = frozenset({"ADP", "DET", "CCONJ", "PART"})
+_CONNECTOR_TEXT = frozenset({"&", "'s", "-", "of", "the", "and", "de", "du", "la", "le", "von", "van"})
+_BRIDGE = 2
 
 
 class TagMap:
@@ -207,6 +211,19 @@ def parsed_from_tagged(doc: Any, tagmap: TagMap, links: Sequence[str] = ()) -> P
             spans.add((start, k, ""))
             start = None
     words = [text[a:b] for a, b in zip(starts, ends, strict=True)]
+    # Names with function words inside ("Nobel Prize in Physics", "Remember the Titans", "Tom &
+    # Jerry"), which NER finds as one entity: name-like runs joined by up to _BRIDGE connectors.
+    names = sorted((a, b) for a, b, _ in spans if all(name_like[a:b]))
+    for n, (a, b) in enumerate(names):
+        end = b
+        for c, d in names[n + 1 :]:
+            gap = range(end, c)
+            if c < end or len(gap) > _BRIDGE or d - a > MAX_WINDOW:
+                break
+            if not all(pos[g] in _CONNECTOR_POS or words[g] in _CONNECTOR_TEXT for g in gap):
+                break
+            end = d
+            spans.add((a, end, ""))
     frames = tagged_frames(words, starts, pos, tags)
     return ParsedSentence(text, tokens, tuple(sorted(spans)), tuple(frames), tuple(links))
 

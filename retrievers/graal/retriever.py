@@ -35,6 +35,8 @@ from retrievers.graal.paths import Subgraph, connect, load_neighbourhood
 logger = logging.getLogger(__name__)
 
 _FORMAT = 1
+# the tagger-only parse's own version (spans and frames); a change rebuilds those graphs only
+TAGGER_FORMAT = 2
 GRAPH_DB = "graph.db"
 
 
@@ -128,7 +130,7 @@ class GraalRetriever:
             "encoder": self.encoder.identity,
             "title_prefix": self.dense_config.title_prefix,
             # later keys: in the hash only when not at their first default (built graphs keep theirs)
-            **({"parse": c.parse} if c.parse != "full" else {}),
+            **({"parse": f"{c.parse}/{TAGGER_FORMAT}"} if c.parse != "full" else {}),
             **({"disambiguation": c.disambiguation} if c.disambiguation != "minilm" else {}),
         }
 
