@@ -138,9 +138,9 @@ def test_fast_incremental_add_equals_rebuild(store, tagger, tmp_path):
     names = store.page_names()
     late = ["Liverpool", "England", "Liverpool_F.C."]
 
-    def build(path: Path, batches: list[list[str]]) -> GraphStore:
+    def build(path: Path, batches: list[list[str]], workers: int = 1) -> GraphStore:
         graph = GraphStore(path)
-        builder = GraphBuilder(graph, tagger, {"embed": word_vectors})
+        builder = GraphBuilder(graph, tagger, {"embed": word_vectors}, workers=workers, chunk_size=8)
         for batch in batches:
             by_page = store.pages(batch)
             builder.add_pages([(p, by_page[p]) for p in batch])
@@ -150,3 +150,6 @@ def test_fast_incremental_add_equals_rebuild(store, tagger, tmp_path):
     parts = build(tmp_path / "parts.db", [[n for n in names if n not in late], late])
     assert whole.edge_set() == parts.edge_set() and whole.mention_set() == parts.mention_set()
     assert whole.edge_set()
+    # parsing in two worker processes (they parse in tagger mode too) gives the same graph
+    pooled = build(tmp_path / "pooled.db", [names], workers=2)
+    assert pooled.edge_set() == whole.edge_set() and pooled.mention_set() == whole.mention_set()
