@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from garag.config import DenseConfig, GraalConfig
-from garag.store import SentenceStore, build_store
+from garag.store import SentenceStore
 from garag.types import SentenceId
 from garag.wiki import corpus_fingerprint
 from retrievers.base import IndexContext
@@ -26,15 +26,9 @@ from retrievers.graal.graph_store import SENTENCE_FRAME, GraphBuilder, GraphStor
 from retrievers.graal.linker import SpacyParser
 from retrievers.graal.retriever import GraalRetriever
 
-CORPUS = Path(__file__).resolve().parents[2] / "fixtures" / "graal" / "wiki-pages"
+from .conftest import CORPUS
+
 CLAIM = "The Beatles were formed in England."
-
-
-@pytest.fixture(scope="module")
-def store(tmp_path_factory: pytest.TempPathFactory) -> SentenceStore:
-    db = tmp_path_factory.mktemp("graal-store") / "sentences.db"
-    build_store(CORPUS, db, progress=False)
-    return SentenceStore(db)
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from garag.config import DenseConfig, GraalConfig
-from garag.store import SentenceStore, build_store
+from garag.store import SentenceStore
 from garag.types import SentenceId
 from garag.wiki import corpus_fingerprint
 from retrievers.base import IndexContext
@@ -18,14 +18,7 @@ from retrievers.graal.graph_store import GraphBuilder, GraphStore
 from retrievers.graal.linker import SpacyParser, TagMap, word_vectors
 from retrievers.graal.retriever import GraalRetriever
 
-CORPUS = Path(__file__).resolve().parents[2] / "fixtures" / "graal" / "wiki-pages"
-
-
-@pytest.fixture(scope="module")
-def store(tmp_path_factory: pytest.TempPathFactory) -> SentenceStore:
-    db = tmp_path_factory.mktemp("tagger-store") / "sentences.db"
-    build_store(CORPUS, db, progress=False)
-    return SentenceStore(db)
+from .conftest import CORPUS
 
 
 @pytest.fixture(scope="module")
