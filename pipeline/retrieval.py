@@ -66,10 +66,13 @@ class RetrievalPipeline:
     Construction is cheap; ``build()`` builds or reuses every index.
     """
 
-    def __init__(self, config: Config, dataset: Dataset | None = None, progress: bool = True) -> None:
+    def __init__(
+        self, config: Config, dataset: Dataset | None = None, progress: bool = True, engine: object = None
+    ) -> None:
         self.config = config
         self.dataset = dataset or dataset_from_config(config.data)
         self.progress = progress
+        self.engine = engine  # see IndexContext.engine
         self.store: SentenceStore | None = None
         self.retrievers: dict[str, Retriever] = {}
         self.artifacts: dict[str, Path] = {}
@@ -81,7 +84,7 @@ class RetrievalPipeline:
             self.dataset, cache_dir, self.config.data.skip_bad_lines, self.progress, force
         )
         self.artifacts = {"store": store_dir}
-        ctx = IndexContext(self.store, cache_dir, fingerprint, self.progress)
+        ctx = IndexContext(self.store, cache_dir, fingerprint, self.progress, self.engine)
         for name in self.config.retrieval.retrievers:
             retriever = create_retriever(name, self.config, ctx)
             self.artifacts[name] = retriever.build(force=force)

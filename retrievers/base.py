@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from garag.store import SentenceStore
 from garag.types import Hit
@@ -19,12 +19,16 @@ class IndexContext:
         cache_dir: root of all artifacts.
         fingerprint: corpus fingerprint (part of every artifact's hash).
         progress: show progress bars on long steps.
+        engine: where the graph build parses (``garag index --engine ray``: an object with
+            ``submit(payload) -> result with .get()``, ``in_flight`` and ``close()``); None = in
+            this process or its ``graal.workers`` processes.  It never changes an artifact.
     """
 
     store: SentenceStore
     cache_dir: Path
     fingerprint: str
     progress: bool = True
+    engine: Any = None
 
 
 @runtime_checkable

@@ -87,6 +87,13 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("index", help="build (or reuse) the sentence store and every configured index")
     _add_common(p)
     p.add_argument("--force", action="store_true", help="rebuild even when the artifacts exist")
+    p.add_argument(
+        "--engine", choices=("local", "ray"), default="local",
+        help="where the graph build parses: this machine's processes (graal.workers) or Ray actors "
+        "(the scale extra); the artifacts are the same",
+    )  # fmt: skip
+    p.add_argument("--ray-address", help="a Ray cluster to join (default: start a local Ray)")
+    p.add_argument("--ray-workers", type=_positive_int, default=2, help="Ray parse actors (default 2)")
 
     p = sub.add_parser("retrieve", help="retrieve evidence for one claim; prints JSON")
     _add_common(p)

@@ -33,8 +33,22 @@ def cmd_config(args: argparse.Namespace, config: Config) -> int:
 def cmd_index(args: argparse.Namespace, config: Config) -> int:
     from pipeline.retrieval import RetrievalPipeline
 
-    pipe = RetrievalPipeline(config, progress=not args.no_progress)
-    artifacts = pipe.build(force=args.force)
+    engine = None
+    if args.engine == "ray":
+        from retrievers.graal.ray_engine import RayParseExecutor
+
+        g = config.graal
+        engine = RayParseExecutor(
+            g.spacy_model, g.frame_extractor, g.parse, args.ray_workers, args.ray_address
+        )
+    elif args.ray_address:
+        raise ValueError("--ray-address needs --engine ray")
+    try:
+        pipe = RetrievalPipeline(config, progress=not args.no_progress, engine=engine)
+        artifacts = pipe.build(force=args.force)
+    finally:
+        if engine is not None:
+            engine.close()
     print(json.dumps({name: str(path) for name, path in artifacts.items()}, indent=2))
     return 0
 

@@ -287,6 +287,9 @@ class GraphBuilder:
         workers: parsing processes (1 = in this process).
         chunk_size: sentences per parsing task.
         progress: log progress every few thousand sentences.
+        executor: parses chunks elsewhere (e.g. ``RayParseExecutor``): ``submit(payload)`` returns a
+            result whose ``get()`` gives the parsed chunk; ``in_flight`` bounds the chunks
+            submitted ahead.  Linking and writes stay here, in chunk order, so the graph is the same.
     """
 
     def __init__(
@@ -297,6 +300,7 @@ class GraphBuilder:
         workers: int = 1,
         chunk_size: int = 256,
         progress: bool = False,
+        executor: object = None,
     ) -> None:
         if workers < 1:
             raise ValueError(f"workers must be >= 1, got {workers}")
@@ -306,6 +310,7 @@ class GraphBuilder:
         self.workers = workers
         self.chunk_size = chunk_size
         self.progress = progress
+        self.executor = executor
         self.stats = BuildStats()
 
     def add_pages(self, pages: Iterable[tuple[str, list[Sentence]]]) -> BuildStats:
@@ -352,6 +357,15 @@ class GraphBuilder:
 
     def _ingest(self, pages: Iterator[tuple[str, list[Sentence]]]) -> None:
         chunks = self._chunks(pages)
+        if self.executor is not None:
+            ahead: list[tuple[list, object]] = []
+            for chunk in chunks:
+                ahead.append((chunk, self.executor.submit([(s.text, s.links) for _, s in chunk])))  # type: ignore[attr-defined]
+                if len(ahead) >= self.executor.in_flight:  # type: ignore[attr-defined]
+                    self._drain(ahead.pop(0))
+            while ahead:
+                self._drain(ahead.pop(0))
+            return
         if self.workers == 1:
             for chunk in chunks:
                 started = time.perf_counter()

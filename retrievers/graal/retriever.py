@@ -164,7 +164,12 @@ class GraalRetriever:
                     yield from ((p, by_page[p]) for p in chunk if p in by_page)
 
             builder = GraphBuilder(
-                graph, self.parser, self.linker_options(), self.config.workers, progress=self.ctx.progress
+                graph,
+                self.parser,
+                self.linker_options(),
+                self.config.workers,
+                progress=self.ctx.progress,
+                executor=self.ctx.engine,
             )
             stats = builder.add_streaming(meta, stream)
             graph.close()
