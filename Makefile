@@ -44,14 +44,14 @@ setup-qwen: setup
 # The main job: indexes (built once, then reused), garag's verifier (trained on first use),
 # then baseline RAG vs graph-augmented RAG on the same claims, FEVER and HoVer, with
 # significance, slices, report.md and figures under results/<run_id>/.
-# FEVER_SAMPLE claims of paper_dev (stratified by label; 0 = all 2,526).
+# FEVER_SAMPLE claims of paper_dev (stratified by label; 0 = all 2,526: no --sample, which must be >= 1).
 FEVER_SAMPLE ?= 0
 run: setup
 	$(BIN)/garag index --dataset fever --config configs/graph.yaml $(ARGS)
 	$(BIN)/garag index --dataset hover --config configs/graph.yaml $(ARGS)
 	$(BIN)/garag train-verifier $(ARGS)
 	$(BIN)/garag compare --configs configs/baseline.yaml configs/graph.yaml --dataset fever \
-		--sample $(FEVER_SAMPLE) --seed 13 --run-id fever-baseline-vs-graph $(ARGS)
+		$(if $(filter-out 0,$(FEVER_SAMPLE)),--sample $(FEVER_SAMPLE)) --seed 13 --run-id fever-baseline-vs-graph $(ARGS)
 	$(BIN)/garag compare --configs configs/baseline.yaml configs/graph.yaml --dataset hover \
 		--run-id hover-baseline-vs-graph $(ARGS)
 	@echo "reports: results/fever-baseline-vs-graph/report.md and results/hover-baseline-vs-graph/report.md"

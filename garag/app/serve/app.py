@@ -207,7 +207,7 @@ def create_app(service: Service, runs: RunIndex | None = None) -> FastAPI:
             out = await asyncio.wait_for(
                 asyncio.gather(*(asyncio.wrap_future(f) for f in futures)), settings.timeout
             )
-        except TimeoutError:
+        except asyncio.TimeoutError:  # the builtin TimeoutError only from Python 3.11
             for f in futures:
                 f.cancel()
             raise ApiError(504, f"no verdict within {settings.timeout:g} s") from None
