@@ -169,8 +169,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--max-wait-ms",
         type=float,
-        default=10.0,
-        help="how long a batch waits for more requests (default 10)",
+        default=50.0,
+        help="the longest a batch waits for more requests; it stops once 3 ms pass without one (default 50)",
     )
     p.add_argument("--timeout", type=float, default=120.0, help="seconds per request (default 120)")
     p.add_argument(

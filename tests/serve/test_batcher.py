@@ -97,3 +97,14 @@ def test_cancelled_items_are_not_run():
 def test_bad_settings(kwargs):
     with pytest.raises(ValueError):
         MicroBatcher(lambda items: items, **kwargs)
+
+
+def test_a_lone_item_is_not_held_for_the_whole_wait_but_a_burst_is_one_batch():
+    b = MicroBatcher(lambda items: list(items), max_batch=64, max_wait=5.0, gap=0.05)
+    t = time.monotonic()
+    assert b.submit(1).result(10) == 1
+    assert time.monotonic() - t < 2.5  # not the 5 s max_wait: nothing came within the gap
+    futures = b.submit_many(list(range(20)))  # a burst: each item well within the gap of the last
+    assert [f.result(10) for f in futures] == list(range(20))
+    assert b.batches[-1] == 20
+    b.close()

@@ -29,18 +29,25 @@ class MicroBatcher:
         fn: the batch function; it must return one result per item.  If it raises, every
             item of that batch gets the exception.
         max_batch: at most this many items per call.
-        max_wait: seconds to wait for more items after the first one arrived.
+        max_wait: at most this many seconds to wait for more items after the first one arrived.
         name: the worker thread's name.
+        gap: stop waiting once no new item came for this long (a lone request is not held for
+            ``max_wait``; a burst of requests still forms one batch).
     """
 
     def __init__(
-        self, fn: BatchFn, max_batch: int = 16, max_wait: float = 0.01, name: str = "batcher"
+        self,
+        fn: BatchFn,
+        max_batch: int = 16,
+        max_wait: float = 0.01,
+        name: str = "batcher",
+        gap: float = 0.003,
     ) -> None:
         if max_batch < 1:
             raise ValueError(f"max_batch must be >= 1, got {max_batch}")
-        if max_wait < 0:
-            raise ValueError(f"max_wait must be >= 0, got {max_wait}")
-        self.fn, self.max_batch, self.max_wait = fn, max_batch, max_wait
+        if max_wait < 0 or gap < 0:
+            raise ValueError(f"max_wait and gap must be >= 0, got {max_wait}, {gap}")
+        self.fn, self.max_batch, self.max_wait, self.gap = fn, max_batch, max_wait, gap
         self._queue: queue.Queue[tuple[Any, Future] | None] = queue.Queue()
         self._thread = threading.Thread(target=self._work, name=name, daemon=True)
         self._closed = False
@@ -69,7 +76,7 @@ class MicroBatcher:
         batch, stop = [first], False
         deadline = time.monotonic() + self.max_wait
         while len(batch) < self.max_batch:
-            left = deadline - time.monotonic()
+            left = min(deadline - time.monotonic(), self.gap)
             try:
                 nxt = self._queue.get(timeout=left) if left > 0 else self._queue.get_nowait()
             except queue.Empty:
