@@ -24,9 +24,11 @@ import logging
 import multiprocessing
 import sqlite3
 import time
+from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from garag.text import detokenize, page_to_title
 from garag.types import Sentence
@@ -93,6 +95,16 @@ def _init_worker(model: str, extractor: str, mode: str = "full") -> None:
 def _parse_chunk(chunk: list[tuple[str, tuple[str, ...]]]) -> list[ParsedSentence]:
     assert _WORKER is not None
     return _WORKER.parse([t for t, _ in chunk], [lk for _, lk in chunk])
+
+
+class _PoolExecutor:
+    """A multiprocessing pool behind the executor interface of ``GraphBuilder(executor=...)``."""
+
+    def __init__(self, pool: Any, in_flight: int) -> None:
+        self.pool, self.in_flight = pool, in_flight
+
+    def submit(self, payload: list[tuple[str, tuple[str, ...]]]) -> Any:
+        return self.pool.apply_async(_parse_chunk, (payload,))
 
 
 class GraphStore:
@@ -358,13 +370,7 @@ class GraphBuilder:
     def _ingest(self, pages: Iterator[tuple[str, list[Sentence]]]) -> None:
         chunks = self._chunks(pages)
         if self.executor is not None:
-            ahead: list[tuple[list, object]] = []
-            for chunk in chunks:
-                ahead.append((chunk, self.executor.submit([(s.text, s.links) for _, s in chunk])))  # type: ignore[attr-defined]
-                if len(ahead) >= self.executor.in_flight:  # type: ignore[attr-defined]
-                    self._drain(ahead.pop(0))
-            while ahead:
-                self._drain(ahead.pop(0))
+            self._parse_elsewhere(chunks, self.executor)
             return
         if self.workers == 1:
             for chunk in chunks:
@@ -376,15 +382,18 @@ class GraphBuilder:
         ctx = multiprocessing.get_context("spawn")
         init = (self.parser.model, self.parser.extractor.name, self.parser.mode)
         with ctx.Pool(self.workers, initializer=_init_worker, initargs=init) as pool:
-            pending: list[tuple[list, object]] = []
-            for chunk in chunks:
-                pending.append(
-                    (chunk, pool.apply_async(_parse_chunk, ([(s.text, s.links) for _, s in chunk],)))
-                )
-                if len(pending) >= 2 * self.workers:
-                    self._drain(pending.pop(0))
-            while pending:
-                self._drain(pending.pop(0))
+            self._parse_elsewhere(chunks, _PoolExecutor(pool, 2 * self.workers))
+
+    def _parse_elsewhere(self, chunks: Iterator[list[tuple[int, Sentence]]], executor: Any) -> None:
+        """Submit chunks to ``executor`` at most ``executor.in_flight`` ahead; link and write them in
+        order as their parses come back."""
+        ahead: deque[tuple[list, object]] = deque()
+        for chunk in chunks:
+            ahead.append((chunk, executor.submit([(s.text, s.links) for _, s in chunk])))
+            if len(ahead) >= executor.in_flight:
+                self._drain(ahead.popleft())
+        while ahead:
+            self._drain(ahead.popleft())
 
     def _drain(self, item: tuple[list, object]) -> None:
         chunk, result = item

@@ -117,6 +117,18 @@ def _name_like(token: Any) -> bool:
     return token.pos_ == "PROPN" or token.text[:1].isupper() or token.text[:1].isdigit()
 
 
+def name_runs(flags: Sequence[bool]) -> list[tuple[int, int]]:
+    """``(start, end)`` token ranges of the maximal runs of true flags."""
+    out, start = [], None
+    for k, flag in enumerate([*flags, False]):
+        if flag and start is None:
+            start = k
+        elif not flag and start is not None:
+            out.append((start, k))
+            start = None
+    return out
+
+
 def parsed_from_doc(doc: Any, extractor: Any, links: Sequence[str] = ()) -> ParsedSentence:
     """A ``ParsedSentence`` from a spaCy ``Doc``."""
     tokens = tuple((t.idx, t.idx + len(t.text), _name_like(t)) for t in doc)
@@ -124,14 +136,7 @@ def parsed_from_doc(doc: Any, extractor: Any, links: Sequence[str] = ()) -> Pars
     named = {(s, e) for s, e, _ in spans}
     spans |= {(c.start, c.end, "") for c in doc.noun_chunks if (c.start, c.end) not in named}
     # Maximal runs of name-like tokens: names the tagger or NER missed (e.g. sentence-initial).
-    start = None
-    for i, t in enumerate([*tokens, (0, 0, False)]):
-        if t[2] and start is None:
-            start = i
-        elif not t[2] and start is not None:
-            if (start, i) not in named:
-                spans.add((start, i, ""))
-            start = None
+    spans |= {(a, b, "") for a, b in name_runs([t[2] for t in tokens]) if (a, b) not in named}
     return ParsedSentence(doc.text, tokens, tuple(sorted(spans)), tuple(extractor.frames(doc)), tuple(links))
 
 
@@ -203,13 +208,7 @@ def parsed_from_tagged(doc: Any, tagmap: TagMap, links: Sequence[str] = ()) -> P
         if end > i:
             spans.add((i, end, ""))
         i = j
-    start = None
-    for k, flag in enumerate([*name_like, False]):
-        if flag and start is None:
-            start = k
-        elif not flag and start is not None:
-            spans.add((start, k, ""))
-            start = None
+    spans |= {(a, b, "") for a, b in name_runs(name_like)}
     words = [text[a:b] for a, b in zip(starts, ends, strict=True)]
     # Names with function words inside ("Nobel Prize in Physics", "Remember the Titans", "Tom &
     # Jerry"), which NER finds as one entity: name-like runs joined by up to _BRIDGE connectors.
