@@ -285,7 +285,7 @@ def create_app(service: Service, runs: RunIndex | None = None) -> FastAPI:
         if system is not None and system not in data.systems:
             raise ApiError(422, f"system: unknown system {system!r}; the run has {', '.join(data.systems)}")
         try:
-            rows = filter_claims(data.claim_rows(), system, label, correct, slice, disagree, hops, q)
+            rows = filter_claims(data.rows, system, label, correct, slice, disagree, hops, q)
         except ValueError as e:
             raise ApiError(422, str(e)) from None
         chosen, pages = page_of(rows, page, page_size)
@@ -297,11 +297,9 @@ def create_app(service: Service, runs: RunIndex | None = None) -> FastAPI:
         """One claim of a run: both systems' records, the evidence they read and the gold evidence, with
         text where a loaded config reads the run's corpus."""
         data = _run(run_id)
-        rows = {str(r["id"]): r for r in data.claim_rows()}
-        if claim_id not in rows:
+        if claim_id not in data.by_id:
             raise ApiError(404, f"run {run_id!r} has no claim {claim_id!r}")
-        row = rows[claim_id]
-        info = next(c for c in data.claims if str(c["id"]) == claim_id)
+        row, info = data.by_id[claim_id]
         corpus = str(data.identity.get("dataset", {}).get("corpus", ""))
 
         def sentences(ids: list) -> list[dict]:

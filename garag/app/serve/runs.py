@@ -9,6 +9,7 @@ file when it can still be read (else from the records alone).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import logging
 import math
@@ -41,8 +42,10 @@ class RunData:
     records: dict[str, dict[str, dict]]  # system -> claim key -> record
     claims: list[dict]  # in run order: id, claim, label, hops, slices, gold evidence
 
-    def claim_rows(self) -> list[dict]:
-        """Every claim with each system's prediction (``correct`` None where the gold label is unknown)."""
+    @functools.cached_property
+    def rows(self) -> list[dict]:
+        """Every claim with each system's prediction (``correct`` None where the gold label is unknown);
+        built once per loaded run (treat as read only)."""
         rows = []
         for c in self.claims:
             key = json.dumps(c["id"])
@@ -62,6 +65,11 @@ class RunData:
                 }
             rows.append({k: c[k] for k in ("id", "claim", "label", "hops", "slices")} | {"systems": systems})
         return rows
+
+    @functools.cached_property
+    def by_id(self) -> dict[str, tuple[dict, dict]]:
+        """``str(claim id) -> (row, claim info)``."""
+        return {str(c["id"]): (row, c) for row, c in zip(self.rows, self.claims, strict=True)}
 
 
 def _claim_info(claim: Claim) -> dict:
