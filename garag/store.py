@@ -16,7 +16,7 @@ from tqdm import tqdm
 
 from garag.errors import ErrorPolicy, InputError
 from garag.types import Sentence, SentenceId
-from garag.wiki import iter_pages
+from garag.wiki import Page, iter_pages
 
 _SCHEMA = """
 CREATE TABLE pages (
@@ -38,13 +38,13 @@ _INDEXES = "CREATE UNIQUE INDEX sentences_page_line ON sentences(page_idx, line)
 
 
 def build_store(
-    corpus: str | Path,
+    corpus: str | Path | Iterable[Page],
     db_path: str | Path,
     policy: ErrorPolicy | None = None,
     batch_size: int = 10_000,
     progress: bool = True,
 ) -> dict:
-    """Build the store from a wiki-pages corpus in one streaming pass.
+    """Build the store from a wiki-pages corpus (a path, or its pages in order) in one streaming pass.
 
     Raises:
         InputError: a page id repeats (naming it), or a malformed page (unless skipping).
@@ -53,18 +53,83 @@ def build_store(
         Counts for ``meta.json``: pages, sentences, empty line slots, skipped records.
     """
     policy = policy or ErrorPolicy()
+    pages = iter_pages(corpus, policy) if isinstance(corpus, (str, Path)) else corpus
+    con = _create(db_path)
+    counts = _append_pages(con, pages, {}, 0, policy, str(corpus), batch_size, progress)
+    return _finish(con, counts, policy)
+
+
+def derive_store(
+    parent_db: str | Path,
+    db_path: str | Path,
+    drop: frozenset[str],
+    pages: Iterable[Page],
+    policy: ErrorPolicy | None = None,
+    progress: bool = True,
+) -> dict:
+    """Build a store from a parent store without the pages ``drop``, then ``pages`` appended.
+
+    The parent's kept rows are copied by SQLite in one statement (renumbered to stay dense, in
+    order), so the result equals ``build_store`` over the same pages in the same order.
+
+    Returns:
+        Counts for ``meta.json``, as ``build_store``, plus the pages dropped and added.
+    """
+    policy = policy or ErrorPolicy()
+    con = _create(db_path)
+    con.execute("ATTACH DATABASE ? AS parent", (str(parent_db),))
+    parent = con.execute(
+        "SELECT page_idx, page, n_lines, first_row, n_sentences FROM parent.pages ORDER BY page_idx"
+    ).fetchall()
+    kept, remap, row = [], [], 0
+    for old_idx, page, n_lines, first, n in parent:
+        if page in drop:
+            continue
+        kept.append((len(kept), page, n_lines, row if n else None, n))
+        if n:
+            remap.append((old_idx, len(kept) - 1, row - first))
+        row += n
+    con.execute("CREATE TEMP TABLE remap (old INTEGER PRIMARY KEY, new INTEGER, shift INTEGER)")
+    con.executemany("INSERT INTO temp.remap VALUES (?,?,?)", remap)
+    con.executemany("INSERT INTO pages VALUES (?,?,?,?,?)", kept)
+    con.execute(
+        "INSERT INTO sentences SELECT s.row + m.shift, m.new, s.line, s.text, s.links "
+        "FROM parent.sentences s JOIN temp.remap m ON s.page_idx = m.old ORDER BY s.row"
+    )
+    con.commit()
+    con.execute("DETACH DATABASE parent")
+    seen = {page: idx for idx, page, *_ in kept}
+    counts = _append_pages(con, pages, seen, row, policy, "added pages", 10_000, progress)
+    counts["dropped_pages"] = len(parent) - len(kept)
+    counts["added_pages"] = counts["pages"] - len(kept)
+    counts["line_slots"] += sum(n_lines for _, _, n_lines, _, _ in kept)
+    return _finish(con, counts, policy)
+
+
+def _create(db_path: str | Path) -> sqlite3.Connection:
     con = sqlite3.connect(db_path)
     con.executescript("PRAGMA journal_mode=WAL; PRAGMA synchronous=OFF;" + _SCHEMA)
-    seen_pages: dict[str, int] = {}
-    page_rows, sent_rows = [], []
-    row = 0
+    return con
+
+
+def _append_pages(
+    con: sqlite3.Connection,
+    pages: Iterable[Page],
+    seen_pages: dict[str, int],
+    row: int,
+    policy: ErrorPolicy,
+    source: str,
+    batch_size: int,
+    progress: bool,
+) -> dict:
+    """Insert ``pages`` after the ``seen_pages`` and rows already there; return the counts."""
+    page_rows: list = []
+    sent_rows: list = []
     n_slots = 0
     bar = tqdm(desc="sentence store: pages", unit=" pages", disable=not progress, mininterval=1.0)
-    for page in iter_pages(corpus, policy):
+    for page in pages:
         if page.id in seen_pages:
-            policy.handle(
-                InputError(str(corpus), None, f"page id {page.id!r} appears twice"), "duplicate_page"
-            )
+            policy.handle(InputError(source, None, f"page id {page.id!r} appears twice"), "duplicate_page")
             continue
         page_idx = len(seen_pages)
         seen_pages[page.id] = page_idx
@@ -79,16 +144,15 @@ def build_store(
         bar.update(1)
     _flush(con, page_rows, sent_rows)
     bar.close()
+    return {"pages": len(seen_pages), "sentences": row, "line_slots": n_slots}
+
+
+def _finish(con: sqlite3.Connection, counts: dict, policy: ErrorPolicy) -> dict:
     con.executescript(_INDEXES)
     con.commit()
     con.execute("PRAGMA journal_mode=DELETE")
     con.close()
-    return {
-        "pages": len(seen_pages),
-        "sentences": row,
-        "line_slots": n_slots,
-        "skipped": dict(policy.counts),
-    }
+    return {**counts, "skipped": dict(policy.counts)}
 
 
 def _flush(con: sqlite3.Connection, page_rows: list, sent_rows: list) -> None:
@@ -135,6 +199,10 @@ class SentenceStore:
     def page_names(self) -> list[str]:
         """All page ids, index = page number."""
         return list(self._pages()[1])
+
+    def page_sizes(self) -> list[tuple[str, int]]:
+        """``(page id, non-empty sentences)`` of every page, in page order."""
+        return self.con.execute("SELECT page, n_sentences FROM pages ORDER BY page_idx").fetchall()
 
     def has_page(self, page: str) -> bool:
         return page in self._pages()[0]
@@ -226,10 +294,12 @@ class SentenceStore:
                 out.setdefault(names[p], []).append(r)
         return out
 
-    def iter_rows(self, batch_size: int = 10_000) -> Iterator[tuple[int, str, str]]:
-        """Stream ``(row, page, text)`` in row order, for index builders."""
+    def iter_rows(self, batch_size: int = 10_000, first: int = 0) -> Iterator[tuple[int, str, str]]:
+        """Stream ``(row, page, text)`` in row order from row ``first`` on, for index builders."""
         names = self._pages()[1]
-        cur = self.con.execute("SELECT row, page_idx, text FROM sentences ORDER BY row")
+        cur = self.con.execute(
+            "SELECT row, page_idx, text FROM sentences WHERE row >= ? ORDER BY row", (first,)
+        )
         while True:
             batch = cur.fetchmany(batch_size)
             if not batch:
@@ -237,9 +307,12 @@ class SentenceStore:
             for r, p, text in batch:
                 yield r, names[p], text
 
-    def iter_pages_text(self) -> Iterator[tuple[int, str, list[str]]]:
-        """Stream ``(page_idx, page, [sentence texts])`` in page order, for page-level indexes."""
-        cur = self.con.execute("SELECT page_idx, text FROM sentences ORDER BY page_idx, line")
+    def iter_pages_text(self, first: int = 0) -> Iterator[tuple[int, str, list[str]]]:
+        """Stream ``(page_idx, page, [sentence texts])`` in page order from page ``first`` on, for
+        page-level indexes."""
+        cur = self.con.execute(
+            "SELECT page_idx, text FROM sentences WHERE page_idx >= ? ORDER BY page_idx, line", (first,)
+        )
         names = self._pages()[1]
         current, texts = None, []
         for p, text in cur:

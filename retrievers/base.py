@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
+from garag.corpus import CorpusDelta
 from garag.store import SentenceStore
 from garag.types import Hit
 
@@ -22,6 +23,9 @@ class IndexContext:
         engine: where the graph build parses (``garag index --engine ray``: an object with
             ``submit(payload) -> result with .get()``, ``in_flight`` and ``close()``); None = in
             this process or its ``graal.workers`` processes.  It never changes an artifact.
+        parent: the context of an already indexed corpus this one is an edit of (garag/corpus.py):
+            an index missing here is derived from the parent's where that one exists.
+        delta: where the parent's rows and pages are here (set with ``parent``).
     """
 
     store: SentenceStore
@@ -29,6 +33,8 @@ class IndexContext:
     fingerprint: str
     progress: bool = True
     engine: Any = None
+    parent: IndexContext | None = None
+    delta: CorpusDelta | None = None
 
 
 @runtime_checkable

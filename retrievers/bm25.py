@@ -28,7 +28,7 @@ from bm25s.scoring import _select_idf_scorer, _select_tfc_scorer
 from bm25s.tokenization import Tokenizer
 from tqdm import tqdm
 
-from garag.artifacts import build_artifact
+from garag.artifacts import artifact_dir, build_artifact, read_meta
 from garag.config import BM25Config
 from garag.store import SentenceStore
 from garag.text import detokenize, page_to_title
@@ -38,6 +38,8 @@ from retrievers.base import IndexContext
 logger = logging.getLogger(__name__)
 
 _META_FILE = "garag_bm25.json"
+_TF_FILE = "garag_tf.npy"  # term counts in the weights' order (for ``BM25Index.derive``)
+_LEN_FILE = "garag_doc_len.npy"
 _CHUNK_DOCS = 50_000  # documents tokenised per numpy batch while building
 _MATRIX_CHUNK = 1_000_000  # (document, term) entries weighted per numpy batch
 _NONOCCURRENCE_METHODS = ("bm25l", "bm25+")
@@ -81,6 +83,39 @@ def _chunk_postings(docs: list[list[int]]) -> tuple[np.ndarray, np.ndarray, np.n
     per_doc = np.bincount(keys >> 32, minlength=len(docs)).astype(np.int32)
     # tf saturates in BM25 long before 65535, so uint16 loses nothing that matters.
     return terms, np.minimum(tf, 65535).astype(np.uint16), lengths.astype(np.int32), per_doc
+
+
+def _tokenise(
+    tokenizer: Tokenizer, texts: Iterable[str], progress: bool, total: int | None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``_chunk_postings``'s arrays for all ``texts`` (streamed), growing ``tokenizer``'s vocabulary."""
+    stream = tokenizer.streaming_tokenize(map(normalize_text, texts), update_vocab=True, allow_empty=True)
+    bar = tqdm(
+        stream, total=total, desc="bm25: tokenise", unit=" docs", disable=not progress, mininterval=1.0
+    )
+    parts: list[tuple[np.ndarray, ...]] = []
+    docs = iter(bar)  # one iterator: a disabled tqdm restarts (and loses) the stream on each iter()
+    while chunk := list(itertools.islice(docs, _CHUNK_DOCS)):
+        parts.append(_chunk_postings(chunk))
+    bar.close()
+    if not parts:
+        empty = np.empty(0, dtype=np.int32)
+        return empty, np.empty(0, dtype=np.uint16), empty, empty
+    terms, tfs, doc_len, per_doc = (np.concatenate(p) for p in zip(*parts, strict=True))
+    return terms, tfs, doc_len, per_doc
+
+
+def _seed_vocab(tokenizer: Tokenizer, vocab: dict[str, int]) -> None:
+    """Start ``tokenizer`` from an index's vocabulary (term or stem -> id), so that new words get
+    the next ids and known ones keep theirs."""
+    vocab = {str(k): int(v) for k, v in vocab.items()}
+    if tokenizer.stemmer is None:
+        tokenizer.word_to_id = dict(vocab)
+        return
+    tokenizer.stem_to_sid = dict(vocab)
+    if "" in vocab:  # the empty document's token, which bm25s adds as both a word and a stem
+        tokenizer.word_to_id = {"": vocab[""]}
+        tokenizer.word_to_stem = {"": ""}
 
 
 def bm25_matrix(
@@ -185,6 +220,8 @@ class BM25Index:
         self._stopwords = frozenset(stopwords)
         self._stem = _make_stemmer(stemmer)
         self._vocab: dict[str, int] = model.vocab_dict
+        self._counts: tuple[np.ndarray, np.ndarray] | None = None
+        self.tokenised = 0  # documents tokenised by the build that made this object
 
     # -- building and persistence -------------------------------------------------------------
 
@@ -198,19 +235,78 @@ class BM25Index:
             ValueError: no texts, or an unknown stopword list / stemmer language.
         """
         tokenizer = _make_tokenizer(config.stopwords, config.stemmer)
-        stream = tokenizer.streaming_tokenize(map(normalize_text, texts), update_vocab=True, allow_empty=True)
-        bar = tqdm(
-            stream, total=total, desc="bm25: tokenise", unit=" docs", disable=not progress, mininterval=1.0
+        terms, tfs, doc_len, per_doc = _tokenise(tokenizer, texts, progress, total)
+        return cls._weigh(terms, tfs, doc_len, per_doc, tokenizer, config, len(doc_len))
+
+    @classmethod
+    def derive(
+        cls,
+        parent: str | Path,
+        doc_map: np.ndarray,
+        texts: Iterable[str],
+        config: BM25Config,
+        progress: bool = False,
+        total: int | None = None,
+    ) -> BM25Index | None:
+        """The index of an edited document list, from the index of the list before the edit.
+
+        Only the new documents are tokenised: the parent's term counts are re-numbered and the
+        weights recomputed for the new document count, lengths and document frequencies, so the
+        result scores exactly like ``build`` over the same documents (term ids may differ).
+
+        Args:
+            parent: directory of the parent index (saved by ``save``).
+            doc_map: parent document -> document here, -1 for a dropped one; kept documents keep
+                their order and come first.
+            texts: the documents after the kept ones, in order.
+            config: the parent's tokenizer and BM25 settings.
+
+        Returns:
+            The index, or None when the parent was saved without its term counts (an index built
+            before they were kept): it must then be built from scratch.
+        """
+        parent = Path(parent)
+        if not ((parent / _TF_FILE).is_file() and (parent / _LEN_FILE).is_file()):
+            return None
+        old = cls.load(parent)
+        indptr = np.asarray(old.model.scores["indptr"], dtype=np.int64)
+        tf = np.load(parent / _TF_FILE)
+        doc_len = np.load(parent / _LEN_FILE)
+        kept = doc_map >= 0
+        terms = np.repeat(np.arange(len(indptr) - 1, dtype=np.int32), np.diff(indptr))
+        docs = np.asarray(doc_map)[np.asarray(old.model.scores["indices"])]
+        keep = docs >= 0
+        docs, terms, tf = docs[keep], terms[keep], tf[keep]
+        order = np.argsort(docs, kind="stable")  # by document, terms in id order within each
+        n_kept = int(kept.sum())
+        per_doc = np.bincount(docs, minlength=n_kept).astype(np.int32)
+        tokenizer = _make_tokenizer(config.stopwords, config.stemmer)
+        _seed_vocab(tokenizer, old.model.vocab_dict)
+        new = _tokenise(tokenizer, texts, progress, total)
+        return cls._weigh(
+            np.concatenate([terms[order], new[0]]),
+            np.concatenate([tf[order], new[1]]),
+            np.concatenate([doc_len[kept], new[2]]),
+            np.concatenate([per_doc, new[3]]),
+            tokenizer,
+            config,
+            len(new[2]),
         )
-        parts: list[tuple[np.ndarray, ...]] = []
-        docs = iter(bar)  # one iterator: a disabled tqdm restarts (and loses) the stream on each iter()
-        while chunk := list(itertools.islice(docs, _CHUNK_DOCS)):
-            parts.append(_chunk_postings(chunk))
-        bar.close()
-        if not parts:
+
+    @classmethod
+    def _weigh(
+        cls,
+        terms: np.ndarray,
+        tfs: np.ndarray,
+        doc_len: np.ndarray,
+        per_doc: np.ndarray,
+        tokenizer: Tokenizer,
+        config: BM25Config,
+        tokenised: int,
+    ) -> BM25Index:
+        """The index of document-grouped postings (``_chunk_postings``'s arrays, concatenated)."""
+        if len(doc_len) == 0:
             raise ValueError("cannot build a BM25 index from no documents")
-        terms, tfs, doc_len, per_doc = (np.concatenate(p) for p in zip(*parts, strict=True))
-        del parts
         vocab = dict(tokenizer.get_vocab_dict())
         logger.info("bm25: %d documents, %d terms, %d postings", len(doc_len), len(vocab), len(terms))
         scores, nonocc = bm25_matrix(
@@ -221,7 +317,11 @@ class BM25Index:
         model.nonoccurrence_array = nonocc
         model.vocab_dict = vocab
         model.unique_token_ids_set = set(vocab.values())
-        return cls(model, list(tokenizer.stopwords), config.stemmer)
+        index = cls(model, list(tokenizer.stopwords), config.stemmer)
+        # term counts in the weights' (CSC) order, and document lengths: what ``derive`` needs
+        index._counts = (tfs[np.argsort(terms, kind="stable")], doc_len)
+        index.tokenised = tokenised
+        return index
 
     def save(self, path: str | Path) -> None:
         """Write the bm25s files plus the tokenizer settings to directory ``path``."""
@@ -229,6 +329,9 @@ class BM25Index:
         self.model.save(path, show_progress=False)
         meta = {"format": self.FORMAT, "stopwords": sorted(self._stopwords), "stemmer": self.stemmer_language}
         (path / _META_FILE).write_text(json.dumps(meta), encoding="utf-8")
+        if self._counts is not None:
+            np.save(path / _TF_FILE, self._counts[0])
+            np.save(path / _LEN_FILE, self._counts[1])
 
     @classmethod
     def load(cls, path: str | Path, mmap: bool = True) -> BM25Index:
@@ -256,6 +359,7 @@ class BM25Index:
         total: int | None = None,
         force: bool = False,
         extra: Callable[[Path], dict | None] | None = None,
+        edit: Callable[[], tuple[np.ndarray, Iterable[str]]] | None = None,
     ) -> tuple[Path, BM25Index]:
         """Build (unless an identical artifact exists) and load an index under ``ctx.cache_dir``.
 
@@ -269,13 +373,32 @@ class BM25Index:
             force: rebuild even if the artifact exists.
             extra: called with the build directory after the index is saved, to add
                 files of the caller's own; returns extra ``meta.json`` fields.
+            edit: for a corpus that is an edit of ``ctx.parent``: returns the parent document ->
+                document map and the new documents' texts, to derive the index from the
+                parent's (``derive``) when the parent's exists.
         """
         full = {**settings, **cls.settings(config)}
+        parent = None
+        if edit is not None and ctx.parent is not None and not force:
+            candidate = artifact_dir(ctx.cache_dir, kind, full, ctx.parent.fingerprint)
+            parent = candidate if read_meta(candidate) is not None else None
 
         def build(tmp: Path) -> dict:
-            index = cls.build(texts(), config, progress=ctx.progress, total=total)
+            index = None
+            if parent is not None and edit is not None:
+                doc_map, new_texts = edit()
+                index = cls.derive(parent, doc_map, new_texts, config, progress=ctx.progress)
+            derived = index is not None
+            if index is None:
+                index = cls.build(texts(), config, progress=ctx.progress, total=total)
             index.save(tmp)
-            info = {"documents": index.num_docs, "vocabulary": len(index._vocab)}
+            info = {
+                "documents": index.num_docs,
+                "vocabulary": len(index._vocab),
+                "tokenised": index.tokenised,
+            }
+            if derived:
+                info["derived_from"] = parent.name  # type: ignore[union-attr]
             if extra is not None:
                 info.update(extra(tmp) or {})
             return info
@@ -289,6 +412,11 @@ class BM25Index:
     ) -> tuple[Path, BM25Index]:
         """The sentence index of ``ctx.store`` (document ``i`` = store row ``i``), shared by retrievers."""
         store = ctx.store
+
+        def edit() -> tuple[np.ndarray, Iterable[str]]:
+            assert ctx.delta is not None
+            return ctx.delta.row_map, sentence_texts(store, config.title_prefix, ctx.delta.kept_rows)
+
         return cls.cached(
             ctx,
             "bm25",
@@ -297,6 +425,7 @@ class BM25Index:
             lambda: sentence_texts(store, config.title_prefix),
             total=len(store),
             force=force,
+            edit=edit if ctx.delta is not None else None,
         )
 
     @classmethod
@@ -405,10 +534,10 @@ def sentence_text(page: str, text: str, title_prefix: bool) -> str:
     return f"{page_to_title(page)} {body}" if title_prefix else body
 
 
-def sentence_texts(store: SentenceStore, title_prefix: bool) -> Iterator[str]:
-    """Stream the indexed text of every store row, in row order."""
-    expected = 0
-    for row, page, text in store.iter_rows():
+def sentence_texts(store: SentenceStore, title_prefix: bool, first: int = 0) -> Iterator[str]:
+    """Stream the indexed text of every store row from row ``first`` on, in row order."""
+    expected = first
+    for row, page, text in store.iter_rows(first=first):
         if row != expected:
             raise ValueError(f"{store.db_path}: row ids are not dense (expected {expected}, got {row})")
         expected += 1

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from garag.artifacts import build_artifact, read_meta
+from garag.artifacts import artifact_dir, build_artifact, read_meta
 from garag.config import DenseConfig
 from garag.text import detokenize, page_to_title
 from garag.types import Hit
@@ -129,17 +129,29 @@ class FaissDenseRetriever:
         """
         if len(self.ctx.store) == 0:
             raise ValueError(f"{self.ctx.store.db_path}: the sentence store is empty, nothing to index")
+        parent = None if force else self._parent_artifact()
+        build = self._build_into if parent is None else lambda tmp: self._build_into(tmp, parent)
         path = build_artifact(
-            self.ctx.cache_dir, "dense", self.settings(), self.ctx.fingerprint, self._build_into, force=force
+            self.ctx.cache_dir, "dense", self.settings(), self.ctx.fingerprint, build, force=force
         )
         self.load(path)
         return path
 
-    def _iter_chunks(self) -> Iterator[tuple[int, list[str]]]:
-        """``(first_row, texts)`` chunks in row order; rows must be 0..N-1."""
-        expected = 0
+    def _parent_artifact(self) -> Path | None:
+        """The built artifact of the corpus this one is an edit of (``ctx.parent``), if any."""
+        if self.ctx.parent is None or self.ctx.delta is None:
+            return None
+        twin = FaissDenseRetriever(
+            self.config, self.ctx.parent, self.name, self.encoder, self.cache.dtype.name
+        )
+        path = artifact_dir(self.ctx.cache_dir, "dense", twin.settings(), self.ctx.parent.fingerprint)
+        return path if read_meta(path) is not None else None
+
+    def _iter_chunks(self, first: int = 0) -> Iterator[tuple[int, list[str]]]:
+        """``(first_row, texts)`` chunks in row order from row ``first`` on; rows must be dense."""
+        expected = first
         texts: list[str] = []
-        for row, page, text in self.ctx.store.iter_rows(batch_size=_CHUNK):
+        for row, page, text in self.ctx.store.iter_rows(batch_size=_CHUNK, first=first):
             if row != expected:
                 raise ValueError(
                     f"{self.ctx.store.db_path}: row ids are not dense (got {row}, expected {expected})"
@@ -152,19 +164,34 @@ class FaissDenseRetriever:
         if texts:
             yield expected - len(texts), texts
 
-    def _build_into(self, tmp: Path) -> dict:
+    def _build_into(self, tmp: Path, parent: Path | None = None) -> dict:
+        """Encode every sentence (or, with ``parent``, take the kept ones' vectors from the parent
+        artifact and encode only the new ones), then build the FAISS index from the vectors."""
         faiss = _faiss()
         n = len(self.ctx.store)
         settings = self.settings()
         started = time.time()
         before = self.encoder.texts_encoded
         vectors: np.ndarray | None = None
-        for first, texts in self._iter_chunks():
+
+        def out(dim: int) -> np.ndarray:
+            return np.lib.format.open_memmap(tmp / VECTORS_FILE, mode="w+", dtype=np.float32, shape=(n, dim))
+
+        first_new = 0
+        if parent is not None:
+            assert self.ctx.delta is not None
+            old = np.load(parent / VECTORS_FILE, mmap_mode="r")
+            vectors = out(old.shape[1])
+            row_map = self.ctx.delta.row_map
+            for i in range(0, len(old), _ADD_CHUNK):
+                rows = row_map[i : i + _ADD_CHUNK]
+                kept = rows >= 0
+                vectors[rows[kept]] = old[i : i + _ADD_CHUNK][kept]
+            first_new = self.ctx.delta.kept_rows
+        for first, texts in self._iter_chunks(first_new):
             vecs = self.cache.encode_cached(texts)
             if vectors is None:
-                vectors = np.lib.format.open_memmap(
-                    tmp / VECTORS_FILE, mode="w+", dtype=np.float32, shape=(n, vecs.shape[1])
-                )
+                vectors = out(vecs.shape[1])
             vectors[first : first + len(texts)] = vecs
         if vectors is None:
             raise ValueError(f"{self.ctx.store.db_path}: the sentence store is empty, nothing to index")
@@ -196,6 +223,7 @@ class FaissDenseRetriever:
             index_seconds,
         )
         return {
+            **({"derived_from": parent.name} if parent is not None else {}),
             "index_type": settings["index"],
             "n": n,
             "dim": dim,

@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 from bm25s.stopwords import STOPWORDS_EN_PLUS
 
-from garag.artifacts import build_artifact
+from garag.artifacts import artifact_dir, build_artifact, read_meta
 from garag.config import BM25Config, PagesConfig
 from garag.store import SentenceStore
 from garag.text import detokenize, normalize_title, page_to_title
@@ -170,9 +170,10 @@ class TitleTable:
 # -- the retriever ---------------------------------------------------------------------------------
 
 
-def _page_texts(store: SentenceStore, page_idx: list[int]) -> Iterator[str]:
-    """Title plus all sentences of each page with sentences; records each page's number."""
-    for idx, page, texts in store.iter_pages_text():
+def _page_texts(store: SentenceStore, page_idx: list[int], first: int = 0) -> Iterator[str]:
+    """Title plus all sentences of each page with sentences (from page number ``first`` on);
+    records each page's number."""
+    for idx, page, texts in store.iter_pages_text(first):
         page_idx.append(idx)
         yield " ".join([page_to_title(page), *(detokenize(t) for t in texts)])
 
@@ -227,16 +228,28 @@ class PageRetriever:
         """Build (or reuse) the title table, the page index and the sentence index, and load them."""
         store, bm25 = self.ctx.store, self.bm25_config
         settings = {"format": _FORMAT, "index": BM25Index.settings(bm25)}
+        parent = None if force else self._parent_artifact(settings)
 
         def build(tmp: Path) -> dict:
             n_keys = build_title_table(store.page_names(), tmp / _TITLES_DB)
-            page_idx: list[int] = []
-            index = BM25Index.build(
-                _page_texts(store, page_idx), bm25, progress=self.ctx.progress, total=store.n_pages
-            )
+            index, info = None, {}
+            if parent is not None:  # an edited corpus: only the new pages are tokenised
+                assert self.ctx.delta is not None
+                new_idx = self.ctx.delta.page_map[np.load(parent / _PAGE_ROWS)]
+                kept = new_idx >= 0
+                page_idx = new_idx[kept].tolist()
+                texts = _page_texts(store, page_idx, self.ctx.delta.kept_pages)
+                doc_map = np.where(kept, np.cumsum(kept) - 1, -1)
+                index = BM25Index.derive(parent / _PAGE_INDEX, doc_map, texts, bm25, self.ctx.progress)
+                info = {"derived_from": parent.name} if index is not None else {}
+            if index is None:
+                page_idx = []
+                index = BM25Index.build(
+                    _page_texts(store, page_idx), bm25, progress=self.ctx.progress, total=store.n_pages
+                )
             index.save(tmp / _PAGE_INDEX)
             np.save(tmp / _PAGE_ROWS, np.asarray(page_idx, dtype=np.int64))
-            return {"title_keys": n_keys, "pages_with_text": len(page_idx)}
+            return {"title_keys": n_keys, "pages_with_text": len(page_idx), **info}
 
         path = build_artifact(self.ctx.cache_dir, "pages", settings, self.ctx.fingerprint, build, force=force)
         _, sentences = BM25Index.over_sentences(bm25, self.ctx, force=force)
@@ -253,6 +266,13 @@ class PageRetriever:
             names=names,
         )
         return path
+
+    def _parent_artifact(self, settings: dict) -> Path | None:
+        """The parent corpus's page artifact (``ctx.parent``), if built."""
+        if self.ctx.parent is None or self.ctx.delta is None:
+            return None
+        path = artifact_dir(self.ctx.cache_dir, "pages", settings, self.ctx.parent.fingerprint)
+        return path if read_meta(path) is not None else None
 
     @property
     def _parts(self) -> _Indexes:

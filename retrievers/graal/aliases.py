@@ -76,6 +76,17 @@ def title_aliases(page: str) -> list[tuple[str, int]]:
     return list(keys.items())
 
 
+def page_key(page: str) -> str:
+    """Lookup key of a page id itself (a hyperlink to the exact page), apart from every alias key."""
+    return "\x00" + page
+
+
+def link_page_ids(target: str) -> tuple[str, str]:
+    """The page ids a hyperlink target may name exactly: as written, and with a capital first letter."""
+    page_id = target.strip().replace(" ", "_")
+    return page_id, page_id[:1].upper() + page_id[1:]
+
+
 class AliasTable:
     """Key -> candidate pages (with the kind of match), built from page titles.
 
@@ -96,16 +107,33 @@ class AliasTable:
         return table
 
     def add_pages(self, pages: Iterable[str]) -> set[str]:
-        """Add pages; return the keys whose candidate set changed (new keys included)."""
+        """Add pages; return the keys whose candidate set changed (new keys and ``page_key`` included)."""
         changed: set[str] = set()
         for page in pages:
             if page in self._pages:
                 continue
             self._pages.add(page)
+            changed.add(page_key(page))
             for key, kind in title_aliases(page):
                 self._keys.setdefault(key, {})[page] = kind
                 changed.add(key)
                 self.max_tokens = max(self.max_tokens, key.count(" ") + 1)
+        return changed
+
+    def remove_pages(self, pages: Iterable[str]) -> set[str]:
+        """Remove pages; return the keys whose candidate set changed (``page_key`` included)."""
+        changed: set[str] = set()
+        for page in pages:
+            if page not in self._pages:
+                continue
+            self._pages.discard(page)
+            changed.add(page_key(page))
+            for key, _ in title_aliases(page):
+                found = self._keys.get(key, {})
+                found.pop(page, None)
+                if not found:
+                    self._keys.pop(key, None)
+                changed.add(key)
         return changed
 
     def __contains__(self, key: str) -> bool:
@@ -124,8 +152,7 @@ class AliasTable:
 
     def resolve_link(self, target: str) -> tuple[tuple[str, int], ...]:
         """Candidates of a hyperlink target: the page itself when it exists, else by alias key."""
-        page_id = target.strip().replace(" ", "_")
-        for candidate in (page_id, page_id[:1].upper() + page_id[1:]):
+        for candidate in link_page_ids(target):
             if candidate in self._pages:
                 return ((candidate, EXACT),)
         return self.lookup(mention_key(target))

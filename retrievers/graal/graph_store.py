@@ -213,6 +213,61 @@ class GraphStore:
         self.con.executemany("INSERT INTO pages VALUES (?,?,?,?)", new)
         return self.aliases.add_pages(p for _, p, _, _ in new)
 
+    def remove_pages(self, pages: set[str]) -> set[str]:
+        """Remove pages with their sentences; return the alias keys that changed.
+
+        Pages are renumbered to stay dense and in order (as a build without them numbers them).
+        Mentions and edges of the removed entities in other pages' sentences are dropped here;
+        those sentences hold a changed key, so re-linking them (``GraphBuilder.edit``) completes
+        the removal.  The inverted index is stale until ``refresh_index``.
+
+        Raises:
+            ValueError: a page is not in the graph.
+        """
+        missing = sorted(pages - set(self.index))
+        if missing:
+            raise ValueError(f"page {missing[0]!r} is not in the graph")
+        if not pages:
+            return set()
+        keep = [i for i, p in enumerate(self.names) if p not in pages]
+        con = self.con
+        con.execute("CREATE TEMP TABLE remap (old INTEGER PRIMARY KEY, new INTEGER NOT NULL)")
+        con.executemany("INSERT INTO temp.remap VALUES (?,?)", [(old, new) for new, old in enumerate(keep)])
+        columns = {
+            "pages": ("p.page_idx", "r.new, p.page, p.n_sentences, p.first_text"),
+            "parses": ("p.page_idx", "r.new, p.line, p.data"),
+            "frames": ("p.page_idx", 'r.new, p.line, p.frame, p.start, p."end", p.predicate'),
+            "sentence_keys": ("p.page_idx", "p.key, r.new, p.line"),
+        }
+        for table in ("pages", "parses", "frames", "sentence_keys", "mentions", "edges"):
+            con.execute(f"ALTER TABLE {table} RENAME TO old_{table}")
+        con.executescript(_SCHEMA)
+        for table, (on, select) in columns.items():
+            con.execute(
+                f"INSERT INTO {table} SELECT {select} FROM old_{table} p JOIN temp.remap r ON {on} = r.old"
+            )
+        con.execute(
+            'INSERT INTO mentions SELECT r.new, e.new, m.line, m.start, m."end", m.source '
+            "FROM old_mentions m JOIN temp.remap r ON m.page_idx = r.old "
+            "JOIN temp.remap e ON m.entity = e.old"
+        )
+        con.execute(
+            "INSERT INTO edges SELECT r.new, g.line, g.frame, a.new, b.new FROM old_edges g "
+            "JOIN temp.remap r ON g.page_idx = r.old JOIN temp.remap a ON g.u = a.old "
+            "JOIN temp.remap b ON g.v = b.old"
+        )
+        for table in ("pages", "parses", "frames", "sentence_keys", "mentions", "edges"):
+            con.execute(f"DROP TABLE old_{table}")
+        con.execute("DROP TABLE temp.remap")
+        con.execute("DELETE FROM entity_pages")
+        con.execute("DELETE FROM entity_stats")
+        con.commit()
+        self.names = [self.names[i] for i in keep]
+        self.sizes = [self.sizes[i] for i in keep]
+        self.index = {p: i for i, p in enumerate(self.names)}
+        self._stats = None
+        return self.aliases.remove_pages(pages)
+
     def write_sentences(
         self, items: Sequence[tuple[int, int, ParsedSentence, list[Mention]]], new: bool
     ) -> tuple[int, int]:
@@ -273,6 +328,7 @@ class BuildStats:
     """Counts and timings of a graph build or update."""
 
     pages: int = 0
+    removed: int = 0
     sentences: int = 0
     relinked: int = 0
     mentions: int = 0
@@ -334,8 +390,18 @@ class GraphBuilder:
 
     def add_streaming(self, meta: list[tuple[str, int, str]], stream) -> BuildStats:  # noqa: ANN001
         """Register ``meta`` (page, n_sentences, first sentence), re-link, then ingest ``stream()``."""
+        return self.edit(set(), meta, stream)
+
+    def edit(self, drop: set[str], meta: list[tuple[str, int, str]], stream) -> BuildStats:  # noqa: ANN001
+        """Remove pages ``drop``, register ``meta`` (page, n_sentences, first sentence), re-link the
+        sentences whose alias lookups changed (once), then ingest ``stream()``: the same graph as
+        a build over the kept pages followed by the new ones."""
         had_sentences = self.graph.n_sentences() > 0
-        changed = self.graph.register(meta)
+        started = time.perf_counter()
+        changed = self.graph.remove_pages(drop)
+        self.stats.write_seconds += time.perf_counter() - started
+        self.stats.removed += len(drop)
+        changed |= self.graph.register(meta)
         self.stats.pages += len(meta)
         if had_sentences and changed:
             self._relink(changed)

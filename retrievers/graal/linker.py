@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from garag.text import detokenize, normalize_title, page_to_title
-from retrievers.graal.aliases import EXACT, AliasTable, mention_key
+from retrievers.graal.aliases import EXACT, AliasTable, link_page_ids, mention_key, page_key
 from retrievers.graal.frames import Frame, frame_extractor, tagged_frames
 
 MAX_WINDOW = 12
@@ -336,6 +336,7 @@ def sentence_keys(parsed: ParsedSentence) -> set[str]:
     """Every alias key this sentence's linking looks up (for incremental re-linking)."""
     keys = {k for _, _, k in windows(parsed)}
     keys |= {mention_key(link) for link in parsed.links}
+    keys |= {page_key(page) for link in parsed.links for page in link_page_ids(link)}
     keys.discard("")
     return keys
 

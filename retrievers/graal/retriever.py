@@ -16,13 +16,14 @@ from __future__ import annotations
 
 import logging
 import math
+import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-from garag.artifacts import build_artifact
+from garag.artifacts import artifact_dir, build_artifact, read_meta
 from garag.config import DenseConfig, GraalConfig
 from garag.types import Hit, Sentence, SentenceId
 from retrievers.base import IndexContext
@@ -38,6 +39,9 @@ _FORMAT = 1
 # the tagger-only parse's own version (spans and frames); a change rebuilds those graphs only
 TAGGER_FORMAT = 2
 GRAPH_DB = "graph.db"
+# graphs whose sentence_keys name hyperlinked page ids too (aliases.page_key): only those can be
+# edited in place and equal a rebuild; older graphs stay valid for search
+RELINK_KEYS = 2
 
 
 @dataclass(frozen=True)
@@ -145,12 +149,24 @@ class GraalRetriever:
         }
 
     def build(self, force: bool = False) -> Path:
-        """Build (or reuse) the corpus graph artifact and open it."""
+        """Build (or reuse) the corpus graph artifact and open it.
+
+        For an edited corpus (``ctx.parent``) whose parent graph is built, the graph is derived from
+        it: the parent's graph is copied, dropped pages removed, new pages parsed and added, and
+        only the sentences whose alias lookups changed re-linked.
+        """
         store = self.ctx.store
+        parent = None if force else self._parent_artifact()
 
         def build(tmp: Path) -> dict:
-            graph = GraphStore(tmp / GRAPH_DB)
-            names = store.page_names()
+            graph_db = tmp / GRAPH_DB
+            first, drop = 0, set()
+            if parent is not None:
+                assert self.ctx.delta is not None
+                shutil.copyfile(parent / GRAPH_DB, graph_db)
+                first, drop = self.ctx.delta.kept_pages, set(self.ctx.delta.dropped)
+            graph = GraphStore(graph_db)
+            names = store.page_names()[first:]
             meta, chunks = [], [names[i : i + 500] for i in range(0, len(names), 500)]
             for chunk in chunks:
                 by_page = store.pages(chunk)
@@ -171,16 +187,26 @@ class GraalRetriever:
                 progress=self.ctx.progress,
                 executor=self.ctx.engine,
             )
-            stats = builder.add_streaming(meta, stream)
+            stats = builder.edit(drop, meta, stream)
             graph.close()
             logger.info("graal graph: %s", stats.to_dict())
-            return {"graph": stats.to_dict()}
+            derived = {"derived_from": parent.name} if parent is not None else {}
+            return {"graph": stats.to_dict(), "relink_keys": RELINK_KEYS, **derived}
 
         self.path = build_artifact(
             self.ctx.cache_dir, "graal", self.settings(), self.ctx.fingerprint, build, force
         )
         self.open(self.path / GRAPH_DB)
         return self.path
+
+    def _parent_artifact(self) -> Path | None:
+        """The parent corpus's graph (``ctx.parent``) when it is built with the keys that re-linking
+        needs; None otherwise (a full build)."""
+        if self.ctx.parent is None or self.ctx.delta is None:
+            return None
+        path = artifact_dir(self.ctx.cache_dir, "graal", self.settings(), self.ctx.parent.fingerprint)
+        meta = read_meta(path)
+        return path if meta is not None and meta.get("relink_keys") == RELINK_KEYS else None
 
     def open(self, db_path: Path) -> None:
         """Open an already built graph database (``build`` does this)."""
