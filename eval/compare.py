@@ -40,6 +40,7 @@ from garag.errors import ErrorPolicy
 from garag.jsonl import ResumableJsonl
 from garag.runs import output_dir, run_lock, set_aside
 from garag.types import Claim, Evidence
+from pipeline.retrieval import corpus_fingerprint
 
 logger = logging.getLogger(__name__)
 
@@ -344,10 +345,11 @@ def compare(
     data = dataset_from_config(systems[0].config.data)
     for s in systems[1:]:
         other = dataset_from_config(s.config.data)
-        if (other.name, other.claims_path, other.corpus_path) != (
+        if (other.name, other.claims_path, other.corpus_path, other.edits) != (
             data.name,
             data.claims_path,
             data.corpus_path,
+            data.edits,
         ):
             raise ValueError(
                 f"configs {systems[0].source} and {s.source} use different data "
@@ -368,6 +370,11 @@ def compare(
                 "claims": str(data.claims_path),
                 "corpus": str(data.corpus_path),
                 "claims_sha256": file_sha256(data.claims_path),
+                **(
+                    {"corpus_edits": corpus_fingerprint(data, systems[0].config.paths.cache_dir)}
+                    if data.edits
+                    else {}
+                ),
             },
             "sample": sample,
             "seed": seed,

@@ -34,10 +34,10 @@ from garag.claims import is_claim_id, is_line_number
 from garag.config import Config
 from garag.datasets import Dataset, dataset_from_config
 from garag.errors import ErrorPolicy, InputError
-from garag.fingerprint import cached_fingerprint
 from garag.jsonl import ResumableJsonl, read_records
 from garag.runs import claims_fingerprint, output_dir, run_lock, set_aside
 from garag.types import Claim, SentenceId
+from pipeline.retrieval import corpus_fingerprint
 from pipeline.verification import ClaimResult, VerificationPipeline, predicted_evidence
 
 logger = logging.getLogger(__name__)
@@ -105,7 +105,7 @@ def run_identity(config: Config, pipe: VerificationPipeline, claims: Sequence[Cl
         "dataset": pipe.dataset.name,
         "claims_file": str(pipe.dataset.claims_path),
         "claims": claims_fingerprint(claims),
-        "corpus": cached_fingerprint(pipe.dataset.corpus_path, config.paths.cache_dir),
+        "corpus": corpus_fingerprint(pipe.dataset, config.paths.cache_dir),
     }
 
 

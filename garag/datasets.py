@@ -13,6 +13,7 @@ from pathlib import Path
 
 from garag.claims import FEVER_LABELS, HOVER_LABELS, read_fever_claims, read_hover_claims
 from garag.config import DataConfig
+from garag.corpus import CorpusEdits
 from garag.errors import ErrorPolicy
 from garag.splits import read_split, select_part
 from garag.types import Claim
@@ -35,6 +36,7 @@ class Dataset:
         ptb_tokenized: whether corpus text uses FEVER's PTB tokens.
         part: "all", or "tune" / "report": only that part of the split (garag/splits.py).
         split_path: the split file; None = ``data/splits/<name>.json``.
+        edits: pages added to and removed from ``corpus_path`` (garag/corpus.py).
     """
 
     name: str
@@ -46,6 +48,7 @@ class Dataset:
     ptb_tokenized: bool = True
     part: str = "all"
     split_path: Path | None = None
+    edits: CorpusEdits = CorpusEdits()
 
     def claims(self, policy: ErrorPolicy | None = None) -> Iterator[Claim]:
         """Stream the claims (of :attr:`part` only, when it is not "all").
@@ -104,7 +107,9 @@ def register_dataset(name: str, factory: Callable[..., Dataset]) -> None:
 
 def dataset_from_config(data: DataConfig) -> Dataset:
     """The dataset a config's ``data`` section names (its part of the split included)."""
-    return get_dataset(data.dataset, data.claims, data.corpus, data.claim_format, data.part, data.split)
+    dataset = get_dataset(data.dataset, data.claims, data.corpus, data.claim_format, data.part, data.split)
+    edits = CorpusEdits(tuple(map(Path, data.add_pages)), tuple(map(Path, data.remove_pages)))
+    return dataclasses.replace(dataset, edits=edits) if edits else dataset
 
 
 def get_dataset(

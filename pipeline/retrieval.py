@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from garag.artifacts import build_artifact
+from garag.artifacts import artifact_dir, build_artifact, read_meta
 from garag.config import Config
+from garag.corpus import CorpusDelta, CorpusEdits, EditPlan, edit_plan, edited_fingerprint, iter_edited_pages
 from garag.datasets import Dataset, dataset_from_config
-from garag.errors import ErrorPolicy
+from garag.errors import ErrorPolicy, InputError
 from garag.fingerprint import cached_fingerprint
-from garag.store import SentenceStore, build_store
+from garag.store import SentenceStore, build_store, derive_store
 from garag.types import Hit
 from retrievers.base import IndexContext, Retriever
 from retrievers.fusion import rrf_fuse
@@ -40,23 +42,79 @@ class RetrievalResult:
     seconds: dict[str, float] = field(default_factory=dict)
 
 
+def corpus_fingerprint(dataset: Dataset, cache_dir: str | Path, edits: CorpusEdits | None = None) -> str:
+    """Fingerprint of a dataset's corpus with ``edits`` (default: the dataset's own edits)."""
+    edits = dataset.edits if edits is None else edits
+    base = cached_fingerprint(dataset.corpus_path, cache_dir)
+    add = [cached_fingerprint(f, cache_dir) for f in edits.add]
+    remove = [_file_fingerprint(f, cache_dir) for f in edits.remove]
+    return edited_fingerprint(base, add, remove)
+
+
+def _file_fingerprint(path: Path, cache_dir: str | Path) -> str:
+    if not path.is_file():
+        raise InputError(str(path), None, "file of page ids to remove not found")
+    return cached_fingerprint(path, cache_dir)
+
+
+def _store_settings(skip_bad_lines: bool) -> dict:
+    return {"schema": STORE_SCHEMA, "skip_bad_lines": skip_bad_lines}
+
+
+@dataclass(frozen=True)
+class _Parent:
+    """An already indexed corpus that the edited one derives from."""
+
+    store: SentenceStore
+    fingerprint: str
+    plan: EditPlan
+
+
+def _find_parent(dataset: Dataset, cache_dir: Path, skip_bad_lines: bool) -> _Parent | None:
+    """The closest sub-list of the dataset's edits whose corpus has a sentence store, if any."""
+    policy = ErrorPolicy(skip=skip_bad_lines)
+    for edits in dataset.edits.parents():
+        fingerprint = corpus_fingerprint(dataset, cache_dir, edits)
+        path = artifact_dir(cache_dir, "store", _store_settings(skip_bad_lines), fingerprint)
+        if read_meta(path) is None:
+            continue
+        store = SentenceStore(path / "sentences.db")
+        plan = edit_plan(set(store.page_names()), edits, dataset.edits, policy)
+        logger.info("corpus edits: deriving the indexes from those of %s", path)
+        return _Parent(store, fingerprint, plan)
+    return None
+
+
 def build_sentence_store(
-    dataset: Dataset, cache_dir: Path, skip_bad_lines: bool, progress: bool = True, force: bool = False
+    dataset: Dataset,
+    cache_dir: Path,
+    skip_bad_lines: bool,
+    progress: bool = True,
+    force: bool = False,
+    parent: _Parent | None = None,
 ) -> tuple[SentenceStore, str, Path]:
-    """Build or reuse the sentence store of a dataset's corpus.
+    """Build or reuse the sentence store of a dataset's corpus (its edits applied).
+
+    With ``parent`` (and no ``force``), the store is derived from the parent's store.
 
     Returns:
         The open store, the corpus fingerprint and the artifact directory.
     """
-    fingerprint = cached_fingerprint(dataset.corpus_path, cache_dir)
+    fingerprint = corpus_fingerprint(dataset, cache_dir)
+    policy = ErrorPolicy(skip=skip_bad_lines)
 
     def build(tmp: Path) -> dict:
-        return build_store(
-            dataset.corpus_path, tmp / "sentences.db", ErrorPolicy(skip=skip_bad_lines), progress=progress
-        )
+        db = tmp / "sentences.db"
+        if parent is not None and not force:
+            added = parent.plan.added_pages(policy)
+            info = derive_store(parent.store.db_path, db, parent.plan.drop, added, policy, progress)
+            return {**info, "derived_from": parent.store.db_path.parent.name}
+        pages = iter_edited_pages(dataset.corpus_path, dataset.edits, policy) if dataset.edits else None
+        return build_store(pages or dataset.corpus_path, db, policy, progress=progress)
 
-    settings = {"schema": STORE_SCHEMA, "skip_bad_lines": skip_bad_lines}
-    path = build_artifact(cache_dir, "store", settings, fingerprint, build, force=force)
+    path = build_artifact(
+        cache_dir, "store", _store_settings(skip_bad_lines), fingerprint, build, force=force
+    )
     return SentenceStore(path / "sentences.db"), fingerprint, path
 
 
@@ -76,15 +134,23 @@ class RetrievalPipeline:
         self.store: SentenceStore | None = None
         self.retrievers: dict[str, Retriever] = {}
         self.artifacts: dict[str, Path] = {}
+        self.fingerprint = ""  # the corpus's (edits applied), once built
 
     def build(self, force: bool = False) -> dict[str, Path]:
         """Build or reuse the store and every configured retriever; return artifact dirs by name."""
         cache_dir = Path(self.config.paths.cache_dir)
+        skip = self.config.data.skip_bad_lines
+        parent = _find_parent(self.dataset, cache_dir, skip) if self.dataset.edits and not force else None
         self.store, fingerprint, store_dir = build_sentence_store(
-            self.dataset, cache_dir, self.config.data.skip_bad_lines, self.progress, force
+            self.dataset, cache_dir, skip, self.progress, force, parent
         )
+        self.fingerprint = fingerprint
         self.artifacts = {"store": store_dir}
         ctx = IndexContext(self.store, cache_dir, fingerprint, self.progress, self.engine)
+        if parent is not None:
+            delta = CorpusDelta.from_pages(parent.store.page_sizes(), parent.plan.drop)
+            parent_ctx = IndexContext(parent.store, cache_dir, parent.fingerprint, self.progress, self.engine)
+            ctx = dataclasses.replace(ctx, parent=parent_ctx, delta=delta)
         for name in self.config.retrieval.retrievers:
             retriever = create_retriever(name, self.config, ctx)
             self.artifacts[name] = retriever.build(force=force)

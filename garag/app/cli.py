@@ -12,7 +12,7 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
-from garag.app.commands import COMMANDS, config_overrides
+from garag.app.commands import COMMANDS, config_overrides, with_edit_flags
 from garag.config import ConfigError, load_config
 from garag.errors import InputError
 
@@ -31,6 +31,15 @@ def _add_common(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--dataset", help="shortcut for --set data.dataset=NAME (fever, hover, custom)")
     _add_part(p)
+    p.add_argument(
+        "--add", dest="add_pages", action="append", default=[], metavar="PAGES",
+        help="add this wiki-pages file's pages to the corpus, replacing pages with the same id, after "
+        "data.add_pages (repeatable); indexes are derived from the corpus without it when built",
+    )  # fmt: skip
+    p.add_argument(
+        "--remove", dest="remove_pages", action="append", default=[], metavar="IDS",
+        help="remove the pages this file names (one page id per line) from the corpus (repeatable)",
+    )  # fmt: skip
     p.add_argument("--no-progress", action="store_true", help="hide progress bars")
     p.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     p.add_argument("--debug", action="store_true", help="show the traceback of an error")
@@ -223,7 +232,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         stream=sys.stderr,
     )
     try:
-        config = load_config(args.config, config_overrides(args))
+        config = with_edit_flags(load_config(args.config, config_overrides(args)), args)
         return COMMANDS[args.command](args, config)
     except KeyboardInterrupt:
         print("garag: interrupted (a rerun resumes where this one stopped)", file=sys.stderr)

@@ -11,7 +11,7 @@ import json
 import sys
 from pathlib import Path
 
-from garag.config import Config, load_config_with_sources, render_config
+from garag.config import Config, load_config_with_sources, render_config, validate_config
 
 
 def config_overrides(args: argparse.Namespace) -> list[str]:
@@ -22,6 +22,21 @@ def config_overrides(args: argparse.Namespace) -> list[str]:
     if getattr(args, "part", None):
         overrides.append(f"data.part={args.part}")
     return overrides
+
+
+def with_edit_flags(config: Config, args: argparse.Namespace) -> Config:
+    """``config`` with the files of ``--add`` / ``--remove`` after its ``data.add_pages`` /
+    ``data.remove_pages``."""
+    add, remove = getattr(args, "add_pages", []), getattr(args, "remove_pages", [])
+    if not add and not remove:
+        return config
+    data = config.data.model_copy(
+        update={
+            "add_pages": [*config.data.add_pages, *add],
+            "remove_pages": [*config.data.remove_pages, *remove],
+        }
+    )
+    return validate_config({**config.to_dict(), "data": data.model_dump()})
 
 
 def cmd_config(args: argparse.Namespace, config: Config) -> int:
@@ -50,6 +65,13 @@ def cmd_index(args: argparse.Namespace, config: Config) -> int:
         if engine is not None:
             engine.close()
     print(json.dumps({name: str(path) for name, path in artifacts.items()}, indent=2))
+    if pipe.dataset.edits:
+        print(
+            f"garag: corpus {pipe.fingerprint[:16]}: {pipe.store.n_pages} pages, {len(pipe.store)} sentences "
+            "after the edits; later commands use it when given the same --add/--remove (or "
+            "data.add_pages / data.remove_pages in the config)",
+            file=sys.stderr,
+        )
     return 0
 
 

@@ -21,10 +21,18 @@ class DataConfig(Section):
         part: "all" claims, or only the "tune" or the "report" part of the split (pick settings
             on tune, report numbers on report; see garag/splits.py).
         split: the split file; empty = ``data/splits/<dataset>.json``.
+        add_pages: wiki-pages files added to the corpus in order (a page id already there is
+            replaced); indexes are derived from those of the corpus without them (garag/corpus.py).
+        remove_pages: files of page ids (one per line) removed from the corpus after the adds.
     """
 
     section: ClassVar[str] = "data"
-    HASH_OPTIONAL: ClassVar[dict[str, object]] = {"part": "all", "split": ""}
+    HASH_OPTIONAL: ClassVar[dict[str, object]] = {
+        "part": "all",
+        "split": "",
+        "add_pages": [],
+        "remove_pages": [],
+    }
     dataset: Str = "fever"
     claims: Str = ""
     corpus: Str = ""
@@ -32,6 +40,8 @@ class DataConfig(Section):
     skip_bad_lines: Bool = False
     part: Literal["all", "tune", "report"] = "all"
     split: Str = ""
+    add_pages: list[Str] = Field(default_factory=list)
+    remove_pages: list[Str] = Field(default_factory=list)
 
 
 class PathsConfig(Section):
