@@ -10,6 +10,7 @@ import pytest
 from garag.config import BM25Config
 from garag.types import SentenceId
 from retrievers import bm25 as bm25_module
+from retrievers import bm25_weights
 from retrievers.base import IndexContext, Retriever
 from retrievers.bm25 import BM25Index, BM25Retriever, _make_tokenizer, normalize_text, sentence_texts
 
@@ -119,7 +120,7 @@ def test_index_equals_bm25s_own_index(tiny_store, method: str, stemmer: str):
 def test_build_in_many_chunks_equals_one_chunk(tiny_store, monkeypatch, progress: bool):
     texts = list(sentence_texts(tiny_store, title_prefix=True))
     whole = BM25Index.build(texts, BM25Config())
-    monkeypatch.setattr(bm25_module, "_CHUNK_DOCS", 3)
+    monkeypatch.setattr(bm25_weights, "_CHUNK_DOCS", 3)
     monkeypatch.setattr(bm25_module, "_MATRIX_CHUNK", 7)
     chunked = BM25Index.build(iter(texts), BM25Config(), progress=progress)
     assert chunked.num_docs == len(texts) == len(tiny_store)
