@@ -41,6 +41,9 @@ def with_edit_flags(config: Config, args: argparse.Namespace) -> Config:
 
 def cmd_config(args: argparse.Namespace, config: Config) -> int:
     _, sources = load_config_with_sources(args.config, config_overrides(args))
+    for key, flag in (("add_pages", "--add"), ("remove_pages", "--remove")):
+        if getattr(args, key, None):
+            sources[f"data.{key}"] = f"{sources.get(f'data.{key}', 'default')} + {flag}"
     print(render_config(config, sources), end="")
     return 0
 

@@ -209,3 +209,10 @@ def test_cli_add_and_remove(corpus: dict, tmp_path: Path, capsys: pytest.Capture
     assert err == f"garag: error: {bad}:1: page 'No_Such_Page_Anywhere' is not in the corpus, " + (
         "so it cannot be removed"
     )
+
+
+def test_config_shows_the_edit_flags(corpus: dict, capsys: pytest.CaptureFixture) -> None:
+    from garag.app.cli import main
+
+    assert main(["config", "--remove", str(corpus["remove"])]) == 0
+    assert f"remove_pages: [{corpus['remove']}]  # default + --remove" in capsys.readouterr().out
