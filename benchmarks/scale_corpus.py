@@ -1,0 +1,437 @@
+"""Helpers of benchmarks/scale.py: its corpus, and the projection to full FEVER with the report.
+
+The corpus: >= N sentences of real wiki-pages text, resampled and re-titled.
+
+The base is every page of the embedded FEVER corpus and of the HoVer corpus (a HoVer page whose id,
+compared NFC, is already in FEVER is left out): 17,468 pages, 55,947 non-empty sentences.  Copy 0
+is the base pages under their own ids, in file order; copy k >= 1 is a seeded shuffle of the base
+pages under re-titled ids, written round after round until the corpus holds >= N non-empty
+sentences (the last round stops at the page that reaches N).  Text, line numbers and hyperlinks are
+the page's own; only ids change.  Written as FEVER wiki-pages ``.jsonl`` (``id``, ``text``,
+``lines``), one page at a time: the base pages are held once, pre-encoded, and nothing else is.
+
+Titles (``titles=``):
+
+* ``"disambiguated"`` (the default): copy 3 of ``Barack_Obama`` is ``Barack_Obama_-LRB-copy_3-RRB-``
+  and copy 3 of ``Liverpool_-LRB-band-RRB-`` is ``Liverpool_-LRB-band,_copy_3-RRB-``.  The
+  parenthetical is a disambiguation part (retrievers/graal/aliases.py), so every copy shares the
+  original's alias key ("barack obama") as a variant, like a real disambiguated page.  Effect on
+  linking: every alias key of a base page is shared by all its copies (~18 pages per key at 1M
+  sentences, far more than real Wikipedia, where most keys name one page); the copies have the
+  original's first sentence, so the words cosine ties and the plain original wins on its
+  exact-title bonus.  Text mentions therefore land on the originals (for an original that is itself
+  disambiguated, ``Liverpool_-LRB-band-RRB-``, on the first page id of the tie, one copy), which
+  collect ~18x the mentions they have in the base corpus (more entities over the hub cap); the other
+  copies get only their own-page mentions (and are neighbours of the entities they mention), and the
+  linker describes every candidate page (one 4096-float word vector each, cached): a pessimistic
+  case for link time, graph degree and linker memory.
+* ``"unique"``: ``Barack_Obama_copy_3``, whose alias key ("barack obama copy 3") is the copy's own:
+  no ambiguity is added (text mentions still land on the originals, since no text names a copy).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import time
+import unicodedata
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+
+TITLES = ("disambiguated", "unique")
+FEVER_SENTENCES = 25_000_000
+FEVER_PAGES = 5_400_000
+SETUPS = {"1x2": (1, 2), "1x16": (1, 16), "4x16": (4, 16)}  # machines x cores
+GOAL_HOURS, GOAL_RSS_GB, GOAL_GRAAL_MS = 2.0, 4.0, 50.0
+
+
+def copy_id(page: str, k: int, titles: str = "disambiguated") -> str:
+    """Id of copy ``k`` (>= 1) of ``page`` under a title scheme (module docstring)."""
+    if titles == "unique":
+        return f"{page}_copy_{k}"
+    for close in ("-RRB-", ")"):
+        if page.endswith(close) and page.count(close) == 1:
+            return f"{page[: -len(close)]},_copy_{k}{close}"
+    return f"{page}_-LRB-copy_{k}-RRB-"
+
+
+def base_pages(datasets: tuple[str, ...] = ("fever", "hover")) -> list[tuple[str, str, str, int]]:
+    """``(id, JSON text field, JSON lines field, non-empty sentences)`` of every base page with a sentence."""
+    from garag.datasets import get_dataset
+    from garag.wiki import iter_pages
+
+    out, seen = [], set()
+    for name in datasets:
+        for page in iter_pages(get_dataset(name).corpus_path):
+            key = unicodedata.normalize("NFC", page.id)
+            n = sum(1 for _ in page.sentences())
+            if key in seen or n == 0:
+                continue
+            seen.add(key)
+            lines = "\n".join("\t".join((str(i), text, *page.links[i])) for i, text in enumerate(page.lines))
+            text = " ".join(t for t in page.lines if t)
+            out.append((page.id, json.dumps(text), json.dumps(lines), n))
+    return out
+
+
+def write_corpus(
+    path: Path,
+    n_sentences: int,
+    seed: int,
+    titles: str = "disambiguated",
+    datasets: tuple[str, ...] = ("fever", "hover"),
+    limit: int = 0,
+) -> dict:
+    """Write the corpus (module docstring) to ``path``; return its counts and alias-key ambiguity.
+
+    ``limit`` > 0 keeps a seeded sample of that many base pages (in file order), so that a small trial
+    run has as many copies per page as a full-size one.
+    """
+    from retrievers.graal.aliases import title_aliases
+
+    if titles not in TITLES:
+        raise ValueError(f"titles: one of {', '.join(TITLES)}, got {titles!r}")
+    started = time.perf_counter()
+    base = base_pages(datasets)
+    rng = random.Random(seed)
+    if 0 < limit < len(base):
+        base = [base[i] for i in sorted(rng.sample(range(len(base)), limit))]
+    written = [0] * len(base)  # pages written from each base page (copy 0 included)
+    pages = sentences = rounds = 0
+    with open(path, "w", encoding="utf-8") as f:
+        k = 0
+        while sentences < n_sentences:
+            order = list(range(len(base)))
+            if k:
+                rng.shuffle(order)
+            for i in order:
+                page, text, lines, n = base[i]
+                pid = copy_id(page, k, titles) if k else page
+                f.write(f'{{"id": {json.dumps(pid)}, "text": {text}, "lines": {lines}}}\n')
+                written[i] += 1
+                pages, sentences = pages + 1, sentences + n
+                if sentences >= n_sentences:
+                    break
+            k, rounds = k + 1, rounds + 1
+    # pages sharing the title key of a written original (what a text mention of its title is matched to)
+    keys = [(title_aliases(p)[:1] or [("", 0)])[0][0] for p, _, _, _ in base]
+    base_count = Counter(key for key in keys if key)
+    gen_count: Counter = Counter()
+    for key, w in zip(keys, written, strict=True):
+        gen_count[key] += w if titles == "disambiguated" else min(w, 1)
+    keyed = [key for key, w in zip(keys, written, strict=True) if key and w]
+    return {
+        "pages": pages,
+        "sentences": sentences,
+        "base_pages": len(base),
+        "base_sentences": sum(b[3] for b in base),
+        "rounds": rounds,
+        "titles": titles,
+        "seed": seed,
+        "datasets": list(datasets),
+        "mb": path.stat().st_size / 2**20,
+        "seconds": time.perf_counter() - started,
+        "title_key_candidates_base": sum(base_count[key] for key in keyed) / max(1, len(keyed)),
+        "title_key_candidates": sum(gen_count[key] for key in keyed) / max(1, len(keyed)),
+        "title_key_candidates_max": max((gen_count[key] for key in keyed), default=0),
+    }
+
+
+# -- projection to full FEVER -------------------------------------------------------------------------
+
+METHOD = """\
+**Projection method.**  Every stage is measured at the size above on this machine and scaled to
+FEVER's 25,000,000 sentences and 5,400,000 pages; `g` = 25M / sentences measured.
+Time: a stage that runs in one process (SQLite store build, BM25 build and weighting, FAISS
+training) takes its measured wall time x `g` whatever the cores; a stage that parallelises takes
+(CPU seconds measured x `g`) / cores it can use: MiniLM encoding uses every core of every machine
+(measured per core from process CPU time), FAISS IVF-PQ adds use the cores of one machine and grow
+as `g`^1.5 (nlist = 4 sqrt(N) centroids per assignment).  The graph build parses in worker processes
+(across machines through `garag index --engine ray`) while one driver process links and writes, so
+its time is max(driver CPU x `g`, (driver + workers CPU) x `g` / cores): the driver is the floor
+however many cores there are.  CPU times come from getrusage (RUSAGE_SELF for a part's process,
+RUSAGE_CHILDREN for its reaped workers).  Stages run one after another on the whole setup (store
+first: every index reads it); the total is their sum.  Linear scaling is an assumption: SQLite
+B-trees, alias tables and postings grow a little worse than linearly, so these are lower bounds
+for the serial stages.  Dense encoding on a GPU is projected only from a measured GPU rate.
+Memory: peak RSS per process.  Constant per worker: spaCy parse workers, MiniLM encoding
+workers.  Grows with the corpus: store build (page-id table, x pages), BM25 build (token matrix,
+x sentences), graph driver (alias table, page names, linker's page descriptions, x pages), FAISS
+(index bytes per vector x 25M, plus the training sample); projected as RSS before the stage +
+(peak - before) x growth."""
+
+
+def projection(parts: dict) -> dict:
+    """Hours per stage on each setup, projected peak RSS per process, totals and goals (METHOD)."""
+    S, stages = FEVER_SENTENCES, {}
+
+    def grown(before: float, peak: float, growth: float) -> float:
+        return (before + (peak - before) * growth) / 1024
+
+    def hours(fn: Callable[[int, int], float]) -> dict:  # fn(machines, cores) -> seconds
+        return {k: fn(m, c) / 3600 for k, (m, c) in SETUPS.items()}
+
+    if "store" in parts:
+        s = parts["store"]
+        g = S / s["sentences"]
+        stages["store"] = {
+            "hours": hours(lambda m, c: s["seconds"] * g),
+            "rss_gb": grown(s["peak_rss_mb_before"], s["peak_rss_mb"], FEVER_PAGES / s["pages"]),
+            "disk_gb": s["db_mb"] * g / 1024,
+            "parallel": "one process",
+        }
+    if "bm25" in parts:
+        b = parts["bm25"]
+        g = S / b["sentences"]
+        stages["bm25"] = {
+            "hours": hours(lambda m, c: b["build_seconds"] * g),
+            "rss_gb": grown(b["peak_rss_mb_before_build"], b["peak_rss_mb"], g),
+            "disk_gb": b["index_mb"] * g / 1024,
+            "parallel": "one process",
+        }
+    if "faiss" in parts:
+        d = parts["faiss"]
+        g, rate = S / d["sentences"], d.get("encode_sentences_per_core_second")
+        if rate:
+            stages["dense encode (CPU)"] = {
+                "hours": hours(lambda m, c: S / (rate * m * c)),
+                "rss_gb": d["peak_rss_mb_encoder"] / 1024,
+                "parallel": "all cores",
+            }
+        if d.get("encode_gpu_sentences_per_second"):
+            stages["dense encode (GPU)"] = {
+                "hours": hours(lambda m, c: S / (d["encode_gpu_sentences_per_second"] * m)),
+                "rss_gb": d["peak_rss_mb_encoder"] / 1024,
+                "parallel": "one GPU per machine",
+            }
+        p = d["ivf_pq"]
+        if "train_seconds" in p:
+            sample_gb = 50 * 4 * math.sqrt(S) * d["dim"] * 4 / 2**30
+            stages["faiss IVF-PQ"] = {
+                "hours": hours(lambda m, c: p["train_seconds"] * g + p["add_cpu_seconds"] * g**1.5 / c),
+                "rss_gb": S * p["bytes_per_vector"] / 2**30 + sample_gb + d["peak_rss_mb_encoder"] / 1024,
+                "disk_gb": S * p["bytes_per_vector"] / 2**30,
+                "parallel": "train: one process; add: one machine",
+            }
+    if "graph" in parts:
+        gr = parts["graph"]
+        g = S / gr["sentences"]
+        serial, work = (
+            gr["parent_cpu_seconds"] * g,
+            (gr["parent_cpu_seconds"] + gr["workers_cpu_seconds"]) * g,
+        )
+        stages["graph"] = {
+            "hours": hours(lambda m, c: max(serial, work / (m * c))),
+            "rss_gb": grown(gr["peak_rss_mb_before"], gr["peak_rss_mb_parent"], FEVER_PAGES / gr["pages"]),
+            "rss_gb_worker": (gr["peak_rss_mb_worker"] or 0) / 1024 or None,
+            "disk_gb": gr["graph_db_mb"] * g / 1024,
+            "parallel": "parse: all cores; link+write: one driver",
+        }
+    index_stages = [k for k in stages if k != "dense encode (GPU)"]
+    totals = {k: sum(stages[s]["hours"][k] for s in index_stages) for k in SETUPS}
+    rss = {s: max(v["rss_gb"], v.get("rss_gb_worker") or 0) for s, v in stages.items()}
+    out = {"stages": stages, "total_hours_cpu_encoding": totals, "max_rss_gb": rss}
+    if "dense encode (GPU)" in stages:
+        gpu = [k for k in stages if k != "dense encode (CPU)"]
+        out["total_hours_gpu_encoding"] = {k: sum(stages[s]["hours"][k] for s in gpu) for k in SETUPS}
+    out["complete"] = all(p in parts for p in ("store", "bm25", "faiss", "graph"))
+    return out
+
+
+# -- report -------------------------------------------------------------------------------------------
+
+
+def _ms(s: dict | None) -> str:
+    return "n/a" if not s or s.get("p50") is None else f"{s['p50']:.1f} / {s['p95']:.1f} / {s['mean']:.1f}"
+
+
+def _verdict(value: float | None, goal: float, unit: str) -> str:
+    if value is None:
+        return "not measured"
+    return (
+        f"**met** ({value:.2f} {unit} <= {goal:g})"
+        if value <= goal
+        else f"**missed** by {value - goal:.2f} {unit} ({value:.2f} {unit}, {value / goal:.1f}x the goal)"
+    )
+
+
+def report(res: dict) -> str:
+    P, proj = res["parts"], res["projection"]
+    n = res["params"]["sentences"]
+    L = [f"# Scale: the whole index at {n:,} sentences ({res['cpus']} cores, no GPU unless stated)", ""]
+    L += ["Commands: " + "; ".join(sorted({f"`{p['command']}`" for p in P.values()})), ""]
+    if "corpus" in P:
+        c = P["corpus"]
+        L += [
+            f"**Corpus** (benchmarks/scale_corpus.py, titles `{c['titles']}`): {c['sentences']:,} sentences, "
+            f"{c['pages']:,} pages ({c['mb']:.0f} MB, written in {c['seconds']:.1f} s) from "
+            f"{c['base_pages']:,} real pages / {c['base_sentences']:,} sentences of "
+            f"{' + '.join(c['datasets'])}, {c['rounds']} round(s) of seeded resampling (copy k >= 1 of a "
+            "page re-titled: `Barack_Obama_-LRB-copy_3-RRB-` with `disambiguated` titles, "
+            "`Barack_Obama_copy_3` with `unique` ones).  A text mention of an original's title matches "
+            f"{c['title_key_candidates']:.1f} "
+            f"pages on average (base corpus: {c['title_key_candidates_base']:.2f}; most: "
+            f"{c['title_key_candidates_max']})"
+            + (
+                ": the copies share the original's alias key, tie in disambiguation (same first sentence) "
+                "and lose to the original's exact-title bonus, so text mentions land on the originals (more "
+                "mentions and hubs per linked entity than real Wikipedia at this size) and the linker "
+                "describes every candidate page: pessimistic for link time, graph degree and linker memory."
+                if c["titles"] == "disambiguated" and c["rounds"] > 1
+                else "."
+            ),
+            "",
+        ]
+    notes: list[str] = []
+    L += [
+        "| build stage | sentences | wall s | sentences/s | CPU s | sentences/s per core | peak RSS MB "
+        "| size MB |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    if "store" in P:
+        s = P["store"]
+        L.append(
+            f"| store (SQLite, one process) | {s['sentences']:,} | {s['seconds']:.1f} | "
+            f"{s['sentences_per_second']:,.0f} | {s['cpu_seconds']:.1f} | "
+            f"{s['sentences'] / s['cpu_seconds']:,.0f} | {s['peak_rss_mb']:.0f} | {s['db_mb']:.0f} |"
+        )
+    if "graph" in P:
+        g = P["graph"]
+        cpu = g["parent_cpu_seconds"] + g["workers_cpu_seconds"]
+        L += [
+            f"| graph, {g['workers']} parse workers "
+            f"({g['settings']['parse']} + {g['settings']['disambiguation']}) "
+            f"| {g['sentences']:,} | {g['seconds']:.1f} | {g['sentences_per_second']:,.0f} | {cpu:.1f} | "
+            f"{g['sentences_per_cpu_second']:,.0f} | {g['peak_rss_mb_parent']:.0f} driver, "
+            f"{g['peak_rss_mb_worker'] or 0:.0f} worker | {g['graph_db_mb']:.0f} |",
+            f"| graph: parse (workers) | | | | {g['workers_cpu_seconds']:.1f} | "
+            f"{g['parse_sentences_per_core_second']:,.0f} | | |",
+            f"| graph: link + write (driver) | | | | {g['parent_cpu_seconds']:.1f} | "
+            f"{g['serial_sentences_per_core_second']:,.0f} | | |",
+        ]
+        notes.append(
+            f"Graph: {g['mentions']:,} mentions, {g['edges']:,} edges, {g['hub_entities']:,} entities over "
+            "the hub cap (graal.hub_max_mentions); the builder's clock in the driver: waiting for parses "
+            f"{g['stage_seconds']['parse']:.1f} s, link {g['stage_seconds']['link']:.1f} s, write "
+            f"{g['stage_seconds']['write']:.1f} s; "
+            f"{g['cores_busy']:.2f} cores busy on average."
+        )
+    if "bm25" in P:
+        b = P["bm25"]
+        L.append(
+            f"| BM25 (bm25s, streaming, recombined sentences) | {b['sentences']:,} | "
+            f"{b['build_seconds']:.1f} | "
+            f"{b['build_sentences_per_second']:,.0f} | | | {b['peak_rss_mb']:.0f} | {b['index_mb']:.0f} |"
+        )
+    if "faiss" in P:
+        d = P["faiss"]
+        L.append(
+            f"| MiniLM encoding, CPU ({d['encode_torch_threads']} torch threads, real sentences) "
+            f"| {d['encoded_sample']:,} | | {d['encode_sentences_per_second']:,.0f} | | "
+            f"{d['encode_sentences_per_core_second']:,.0f} | {d['peak_rss_mb_encoder']:.0f} | |"
+        )
+        for name in (k for k in ("flat", "ivf_flat", "ivf_pq", "hnsw") if k in d):
+            x = d[name]
+            L.append(
+                f"| FAISS {name} (mixture vectors) | {d['sentences']:,} | {x['build_seconds']:.1f} | | | | "
+                f"{d['peak_rss_mb']:.0f} (part) | {d['sentences'] * x['bytes_per_vector'] / 2**20:.0f} |"
+            )
+        gpu = d.get("encode_gpu_sentences_per_second")
+        notes.append(
+            f"MiniLM on a GPU: {f'{gpu:,.0f} sentences/s' if gpu else 'not measured (no GPU here)'}."
+        )
+    for note in notes:
+        L += ["", note]
+    L += ["", "| query latency, ms | p50 / p95 / mean | notes |", "| --- | ---: | --- |"]
+    if "bm25" in P:
+        b = P["bm25"]
+        L.append(
+            f"| BM25 top-100, one query at a time | {_ms(b.get('single_query_ms'))} | "
+            f"{b['queries_per_second_2_threads']:.0f} queries/s batched on 2 threads |"
+        )
+    if "faiss" in P:
+        for name in (k for k in ("flat", "ivf_flat", "ivf_pq", "hnsw") if k in P["faiss"]):
+            x = P["faiss"][name]
+            L.append(
+                f"| FAISS {name} top-100, one query | {_ms(x.get('single_query_ms'))} | "
+                f"recall@100 vs flat {x['recall@100_vs_flat']:.3f} (loss {1 - x['recall@100_vs_flat']:.3f}); "
+                f"{x['queries_per_second']:,.0f} queries/s batched |"
+            )
+    if "graal" in P:
+        q = P["graal"]
+        go, cold, warm = q["graph_only"], q["rerank_cold"], q["rerank_warm"]
+        L += [
+            f"| GRAAL graph part: linking + paths + candidates ({go['claims']} claims) | "
+            f"{_ms(go['graph_part'])} | "
+            f"linking alone {_ms(go['link'])}; candidate sentences {_ms(go['candidates'])}; "
+            f"{go['no_entity']} claims link no entity |",
+            f"| GRAAL without the encoder (graph part + candidate text, scoring) | {_ms(go['total'])} | |",
+            f"| GRAAL re-ranking, cold embedding cache ({cold['claims']} claims) | {_ms(cold['rank'])} | "
+            f"MiniLM encodes the candidates ({q['rerank_sentences_encoded']:,} sentences, "
+            f"{q['torch_threads']} torch threads): encoder time, not graph time |",
+            f"| GRAAL re-ranking, warm cache (same claims) | {_ms(warm['rank'])} | "
+            "vectors read from the embedding cache, as after a dense index build over the same store |",
+            f"| GRAAL total, cold cache | {_ms(cold['total'])} | |",
+            f"| GRAAL total, warm cache | {_ms(warm['total'])} | |",
+        ]
+    L += ["", f"## Projection to full FEVER ({FEVER_SENTENCES:,} sentences, {FEVER_PAGES:,} pages)", ""]
+    L += [
+        "| stage | parallelism | 1 x 2 h | 1 x 16 h | 4 x 16 h | peak RSS per process GB | disk GB |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for name, st in proj["stages"].items():
+        h = st["hours"]
+        rss = f"{st['rss_gb']:.1f}" + (
+            f" driver, {st['rss_gb_worker']:.1f} worker" if st.get("rss_gb_worker") else ""
+        )
+        disk = f"{st['disk_gb']:.1f}" if "disk_gb" in st else ""
+        L.append(
+            f"| {name} | {st['parallel']} | {h['1x2']:.2f} | {h['1x16']:.2f} | {h['4x16']:.2f} | {rss} "
+            f"| {disk} |"
+        )
+    t = proj["total_hours_cpu_encoding"]
+    L.append(f"| **total, CPU encoding** | | {t['1x2']:.2f} | {t['1x16']:.2f} | {t['4x16']:.2f} | | |")
+    if "total_hours_gpu_encoding" in proj:
+        t = proj["total_hours_gpu_encoding"]
+        L.append(f"| **total, GPU encoding** | | {t['1x2']:.2f} | {t['1x16']:.2f} | {t['4x16']:.2f} | | |")
+    if "faiss" in P:
+        d = P["faiss"]
+        sizes = [
+            f"{k} {FEVER_SENTENCES * d[k]['bytes_per_vector'] / 2**30:.1f} GB"
+            for k in ("flat", "ivf_flat", "ivf_pq", "hnsw")
+            if k in d
+        ]
+        L += [
+            "",
+            f"FAISS index memory at 25M: {', '.join(sizes)}.  Only IVF-PQ fits the memory goal; "
+            "retrievers/dense.py builds flat, IVF-flat or HNSW today.",
+        ]
+    L += ["", "**Goals**" + ("" if proj["complete"] else " (incomplete: some parts not measured)") + ":", ""]
+    t4 = proj["total_hours_cpu_encoding"]["4x16"]
+    L.append(f"* projected full-FEVER index on 4 x 16 cores <= {GOAL_HOURS:g} h, CPU encoding: "
+             + _verdict(t4, GOAL_HOURS, "h"))  # fmt: skip
+    if "total_hours_gpu_encoding" in proj:
+        L.append(
+            "* the same with GPU encoding: "
+            + _verdict(proj["total_hours_gpu_encoding"]["4x16"], GOAL_HOURS, "h")
+        )
+    over = {k: v for k, v in proj["max_rss_gb"].items() if v > GOAL_RSS_GB}
+    worst = max(proj["max_rss_gb"].values(), default=None)
+    L.append(
+        f"* <= {GOAL_RSS_GB:g} GB RSS per worker: " + _verdict(worst, GOAL_RSS_GB, "GB")
+        + ("; over: " + ", ".join(f"{k} {v:.1f} GB" for k, v in over.items()) if over else "")
+    )  # fmt: skip
+    if "graal" in P:
+        go, warm, cold = P["graal"]["graph_only"], P["graal"]["rerank_warm"], P["graal"]["rerank_cold"]
+        L += [
+            f"* GRAAL query <= {GOAL_GRAAL_MS:g} ms at {n:,} sentences (p95 / p50): graph part "
+            f"{_verdict(go['graph_part']['p95'], GOAL_GRAAL_MS, 'ms')} / "
+            f"{_verdict(go['graph_part']['p50'], GOAL_GRAAL_MS, 'ms')}; whole query with a warm cache "
+            f"{_verdict(warm['total']['p95'], GOAL_GRAAL_MS, 'ms')} / "
+            f"{_verdict(warm['total']['p50'], GOAL_GRAAL_MS, 'ms')}; with a cold cache (MiniLM on the "
+            f"candidates) {_verdict(cold['total']['p50'], GOAL_GRAAL_MS, 'ms')} at p50",
+        ]
+    L += ["", METHOD]
+    return "\n".join(L) + "\n"
