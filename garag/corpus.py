@@ -53,17 +53,26 @@ class CorpusEdits:
             yield self.sub(r, a)
 
 
+def remove_file(path: str | Path) -> Path:
+    """``path`` as a remove file that exists.
+
+    Raises:
+        InputError: it is not a file.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(str(path), None, "file of page ids to remove not found")
+    return path
+
+
 def read_page_ids(path: str | Path) -> list[tuple[int, str]]:
     """``(line number, page id)`` of a remove file.
 
     Raises:
         InputError: the file is missing or unreadable, or holds no page id.
     """
-    path = Path(path)
-    if not path.is_file():
-        raise InputError(str(path), None, "file of page ids to remove not found")
     out = []
-    for n, raw in iter_text_lines(path, ErrorPolicy()):
+    for n, raw in iter_text_lines(remove_file(path), ErrorPolicy()):
         line = raw.strip()
         if line and not line.startswith("#"):
             out.append((n, line))
@@ -90,8 +99,20 @@ def removed_ids(edits: CorpusEdits) -> dict[str, tuple[Path, int]]:
 
 
 def page_ids(path: str | Path, policy: ErrorPolicy) -> set[str]:
-    """The page ids of a wiki-pages file."""
-    return {p.id for p in iter_pages(path, policy)}
+    """The page ids of a wiki-pages file (a bad record raises or is skipped as ``policy`` says, but is
+    not counted: the pass that reads the pages counts it)."""
+    return {p.id for p in iter_pages(path, ErrorPolicy(skip=policy.skip))}
+
+
+def iter_add_file(path: str | Path, policy: ErrorPolicy) -> Iterator[Page]:
+    """The pages of an add file, each id once: a repeat goes to ``policy``, naming the file."""
+    seen: set[str] = set()
+    for page in iter_pages(path, policy):
+        if page.id in seen:
+            policy.handle(InputError(str(path), None, f"page id {page.id!r} appears twice"), "duplicate_page")
+            continue
+        seen.add(page.id)
+        yield page
 
 
 def iter_edited_pages(base: str | Path, edits: CorpusEdits, policy: ErrorPolicy) -> Iterator[Page]:
@@ -105,7 +126,7 @@ def iter_edited_pages(base: str | Path, edits: CorpusEdits, policy: ErrorPolicy)
     seen: set[str] = set()
     for k, source in enumerate([base, *edits.add]):
         shadow = set().union(*later[k:]) if k < len(later) else set()
-        for page in iter_pages(source, policy):
+        for page in iter_pages(source, policy) if k == 0 else iter_add_file(source, policy):
             seen.add(page.id)
             if page.id not in removed and page.id not in shadow:
                 yield page
@@ -135,7 +156,7 @@ class EditPlan:
     def added_pages(self, policy: ErrorPolicy) -> Iterator[Page]:
         """The appended pages, in corpus order."""
         for f, skip in zip(self.add_files, self.skip, strict=True):
-            yield from (p for p in iter_pages(f, policy) if p.id not in skip)
+            yield from (p for p in iter_add_file(f, policy) if p.id not in skip)
 
 
 def edit_plan(
@@ -156,6 +177,11 @@ def edit_plan(
     drop = (set(removed) | set().union(*ids)) & parent_pages
     skip = tuple(frozenset(set(removed) | set().union(*ids[k + 1 :])) for k in range(len(rest)))
     return EditPlan(frozenset(drop), tuple(rest), skip)
+
+
+def compact_map(keep: np.ndarray) -> np.ndarray:
+    """Old position -> new position of the kept items (``keep`` true), in order; -1 for the others."""
+    return np.where(keep, np.cumsum(keep) - 1, -1).astype(np.int64)
 
 
 @dataclass(frozen=True)
@@ -182,7 +208,5 @@ class CorpusDelta:
         """The delta for the parent's pages ``(page id, sentences)`` in page order."""
         keep = np.array([p not in drop for p, _ in pages], dtype=bool)
         sizes = np.array([n for _, n in pages], dtype=np.int64)
-        page_map = np.where(keep, np.cumsum(keep) - 1, -1).astype(np.int64)
         row_keep = np.repeat(keep, sizes)
-        row_map = np.where(row_keep, np.cumsum(row_keep) - 1, -1).astype(np.int64)
-        return cls(row_map, page_map, int(row_keep.sum()), int(keep.sum()), drop)
+        return cls(compact_map(row_keep), compact_map(keep), int(row_keep.sum()), int(keep.sum()), drop)

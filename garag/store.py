@@ -43,8 +43,11 @@ def build_store(
     policy: ErrorPolicy | None = None,
     batch_size: int = 10_000,
     progress: bool = True,
+    source: str = "",
 ) -> dict:
     """Build the store from a wiki-pages corpus (a path, or its pages in order) in one streaming pass.
+
+    ``source`` names the pages in errors (default: the path).
 
     Raises:
         InputError: a page id repeats (naming it), or a malformed page (unless skipping).
@@ -55,7 +58,7 @@ def build_store(
     policy = policy or ErrorPolicy()
     pages = iter_pages(corpus, policy) if isinstance(corpus, (str, Path)) else corpus
     con = _create(db_path)
-    counts = _append_pages(con, pages, {}, 0, policy, str(corpus), batch_size, progress)
+    counts = _append_pages(con, pages, {}, 0, policy, source or str(corpus), batch_size, progress)
     return _finish(con, counts, policy)
 
 

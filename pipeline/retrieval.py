@@ -10,9 +10,17 @@ from pathlib import Path
 
 from garag.artifacts import artifact_dir, build_artifact, read_meta
 from garag.config import Config
-from garag.corpus import CorpusDelta, CorpusEdits, EditPlan, edit_plan, edited_fingerprint, iter_edited_pages
+from garag.corpus import (
+    CorpusDelta,
+    CorpusEdits,
+    EditPlan,
+    edit_plan,
+    edited_fingerprint,
+    iter_edited_pages,
+    remove_file,
+)
 from garag.datasets import Dataset, dataset_from_config
-from garag.errors import ErrorPolicy, InputError
+from garag.errors import ErrorPolicy
 from garag.fingerprint import cached_fingerprint
 from garag.store import SentenceStore, build_store, derive_store
 from garag.types import Hit
@@ -47,14 +55,8 @@ def corpus_fingerprint(dataset: Dataset, cache_dir: str | Path, edits: CorpusEdi
     edits = dataset.edits if edits is None else edits
     base = cached_fingerprint(dataset.corpus_path, cache_dir)
     add = [cached_fingerprint(f, cache_dir) for f in edits.add]
-    remove = [_file_fingerprint(f, cache_dir) for f in edits.remove]
+    remove = [cached_fingerprint(remove_file(f), cache_dir) for f in edits.remove]
     return edited_fingerprint(base, add, remove)
-
-
-def _file_fingerprint(path: Path, cache_dir: str | Path) -> str:
-    if not path.is_file():
-        raise InputError(str(path), None, "file of page ids to remove not found")
-    return cached_fingerprint(path, cache_dir)
 
 
 def _store_settings(skip_bad_lines: bool) -> dict:
@@ -109,8 +111,11 @@ def build_sentence_store(
             added = parent.plan.added_pages(policy)
             info = derive_store(parent.store.db_path, db, parent.plan.drop, added, policy, progress)
             return {**info, "derived_from": parent.store.db_path.parent.name}
+        # an edited corpus's pages: a repeated id can only come from the base (add files drop theirs)
         pages = iter_edited_pages(dataset.corpus_path, dataset.edits, policy) if dataset.edits else None
-        return build_store(pages or dataset.corpus_path, db, policy, progress=progress)
+        return build_store(
+            pages or dataset.corpus_path, db, policy, progress=progress, source=str(dataset.corpus_path)
+        )
 
     path = build_artifact(
         cache_dir, "store", _store_settings(skip_bad_lines), fingerprint, build, force=force
