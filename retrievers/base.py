@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
+from garag.artifacts import artifact_dir, read_meta
 from garag.corpus import CorpusDelta
 from garag.store import SentenceStore
 from garag.types import Hit
@@ -35,6 +36,14 @@ class IndexContext:
     engine: Any = None
     parent: IndexContext | None = None
     delta: CorpusDelta | None = None
+
+    def parent_artifact(self, kind: str, settings: dict) -> Path | None:
+        """The parent corpus's complete artifact of ``kind`` built with ``settings`` (to derive this
+        corpus's from), or None: no parent, or not built."""
+        if self.parent is None or self.delta is None:
+            return None
+        path = artifact_dir(self.cache_dir, kind, settings, self.parent.fingerprint)
+        return path if read_meta(path) is not None else None
 
 
 @runtime_checkable

@@ -24,7 +24,7 @@ import bm25s
 import numpy as np
 from bm25s.tokenization import Tokenizer
 
-from garag.artifacts import artifact_dir, build_artifact, read_meta
+from garag.artifacts import build_artifact
 from garag.config import BM25Config
 from garag.store import SentenceStore
 from garag.text import detokenize, page_to_title
@@ -224,10 +224,7 @@ class BM25Index:
                 parent's (``derive``) when the parent's exists.
         """
         full = {**settings, **cls.settings(config)}
-        parent = None
-        if edit is not None and ctx.parent is not None and not force:
-            candidate = artifact_dir(ctx.cache_dir, kind, full, ctx.parent.fingerprint)
-            parent = candidate if read_meta(candidate) is not None else None
+        parent = None if edit is None or force else ctx.parent_artifact(kind, full)
 
         def build(tmp: Path) -> dict:
             index = None

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from garag.artifacts import artifact_dir, build_artifact, read_meta
+from garag.artifacts import build_artifact, read_meta
 from garag.config import DenseConfig
 from garag.text import detokenize, page_to_title
 from garag.types import Hit
@@ -105,9 +105,10 @@ class FaissDenseRetriever:
         self._query_lru: OrderedDict[str, np.ndarray] = OrderedDict()
 
     # ----------------------------------------------------------------- build
-    def settings(self) -> dict:
-        """Everything that changes the artifact (search-time knobs excluded)."""
-        n = len(self.ctx.store)
+    def settings(self, n: int | None = None) -> dict:
+        """Everything that changes the artifact (search-time knobs excluded), for ``n`` sentences
+        (default: the store's)."""
+        n = len(self.ctx.store) if n is None else n
         kind = choose_index(self.config, n)
         settings: dict = {
             "model_identity": self.encoder.identity,
@@ -129,23 +130,15 @@ class FaissDenseRetriever:
         """
         if len(self.ctx.store) == 0:
             raise ValueError(f"{self.ctx.store.db_path}: the sentence store is empty, nothing to index")
-        parent = None if force else self._parent_artifact()
+        parent = None
+        if not force and self.ctx.parent is not None:  # the corpus this one is an edit of
+            parent = self.ctx.parent_artifact("dense", self.settings(len(self.ctx.parent.store)))
         build = self._build_into if parent is None else lambda tmp: self._build_into(tmp, parent)
         path = build_artifact(
             self.ctx.cache_dir, "dense", self.settings(), self.ctx.fingerprint, build, force=force
         )
         self.load(path)
         return path
-
-    def _parent_artifact(self) -> Path | None:
-        """The built artifact of the corpus this one is an edit of (``ctx.parent``), if any."""
-        if self.ctx.parent is None or self.ctx.delta is None:
-            return None
-        twin = FaissDenseRetriever(
-            self.config, self.ctx.parent, self.name, self.encoder, self.cache.dtype.name
-        )
-        path = artifact_dir(self.ctx.cache_dir, "dense", twin.settings(), self.ctx.parent.fingerprint)
-        return path if read_meta(path) is not None else None
 
     def _iter_chunks(self, first: int = 0) -> Iterator[tuple[int, list[str]]]:
         """``(first_row, texts)`` chunks in row order from row ``first`` on; rows must be dense."""

@@ -24,8 +24,9 @@ from pathlib import Path
 import numpy as np
 from bm25s.stopwords import STOPWORDS_EN_PLUS
 
-from garag.artifacts import artifact_dir, build_artifact, read_meta
+from garag.artifacts import build_artifact
 from garag.config import BM25Config, PagesConfig
+from garag.corpus import compact_map
 from garag.store import SentenceStore
 from garag.text import detokenize, normalize_title, page_to_title
 from garag.types import Hit
@@ -228,7 +229,7 @@ class PageRetriever:
         """Build (or reuse) the title table, the page index and the sentence index, and load them."""
         store, bm25 = self.ctx.store, self.bm25_config
         settings = {"format": _FORMAT, "index": BM25Index.settings(bm25)}
-        parent = None if force else self._parent_artifact(settings)
+        parent = None if force else self.ctx.parent_artifact("pages", settings)
 
         def build(tmp: Path) -> dict:
             n_keys = build_title_table(store.page_names(), tmp / _TITLES_DB)
@@ -239,8 +240,9 @@ class PageRetriever:
                 kept = new_idx >= 0
                 page_idx = new_idx[kept].tolist()
                 texts = _page_texts(store, page_idx, self.ctx.delta.kept_pages)
-                doc_map = np.where(kept, np.cumsum(kept) - 1, -1)
-                index = BM25Index.derive(parent / _PAGE_INDEX, doc_map, texts, bm25, self.ctx.progress)
+                index = BM25Index.derive(
+                    parent / _PAGE_INDEX, compact_map(kept), texts, bm25, self.ctx.progress
+                )
                 info = {"derived_from": parent.name} if index is not None else {}
             if index is None:
                 page_idx = []
@@ -266,13 +268,6 @@ class PageRetriever:
             names=names,
         )
         return path
-
-    def _parent_artifact(self, settings: dict) -> Path | None:
-        """The parent corpus's page artifact (``ctx.parent``), if built."""
-        if self.ctx.parent is None or self.ctx.delta is None:
-            return None
-        path = artifact_dir(self.ctx.cache_dir, "pages", settings, self.ctx.parent.fingerprint)
-        return path if read_meta(path) is not None else None
 
     @property
     def _parts(self) -> _Indexes:

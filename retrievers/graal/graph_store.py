@@ -233,18 +233,19 @@ class GraphStore:
         con = self.con
         con.execute("CREATE TEMP TABLE remap (old INTEGER PRIMARY KEY, new INTEGER NOT NULL)")
         con.executemany("INSERT INTO temp.remap VALUES (?,?)", [(old, new) for new, old in enumerate(keep)])
-        columns = {
-            "pages": ("p.page_idx", "r.new, p.page, p.n_sentences, p.first_text"),
-            "parses": ("p.page_idx", "r.new, p.line, p.data"),
-            "frames": ("p.page_idx", 'r.new, p.line, p.frame, p.start, p."end", p.predicate'),
-            "sentence_keys": ("p.page_idx", "p.key, r.new, p.line"),
+        columns = {  # tables keyed by page only: their new rows
+            "pages": "r.new, p.page, p.n_sentences, p.first_text",
+            "parses": "r.new, p.line, p.data",
+            "frames": 'r.new, p.line, p.frame, p.start, p."end", p.predicate',
+            "sentence_keys": "p.key, r.new, p.line",
         }
         for table in ("pages", "parses", "frames", "sentence_keys", "mentions", "edges"):
             con.execute(f"ALTER TABLE {table} RENAME TO old_{table}")
         con.executescript(_SCHEMA)
-        for table, (on, select) in columns.items():
+        for table, select in columns.items():
             con.execute(
-                f"INSERT INTO {table} SELECT {select} FROM old_{table} p JOIN temp.remap r ON {on} = r.old"
+                f"INSERT INTO {table} SELECT {select} FROM old_{table} p "
+                "JOIN temp.remap r ON p.page_idx = r.old"
             )
         con.execute(
             'INSERT INTO mentions SELECT r.new, e.new, m.line, m.start, m."end", m.source '

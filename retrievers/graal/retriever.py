@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from garag.artifacts import artifact_dir, build_artifact, read_meta
+from garag.artifacts import build_artifact, read_meta
 from garag.config import DenseConfig, GraalConfig
 from garag.types import Hit, Sentence, SentenceId
 from retrievers.base import IndexContext
@@ -202,11 +202,8 @@ class GraalRetriever:
     def _parent_artifact(self) -> Path | None:
         """The parent corpus's graph (``ctx.parent``) when it is built with the keys that re-linking
         needs; None otherwise (a full build)."""
-        if self.ctx.parent is None or self.ctx.delta is None:
-            return None
-        path = artifact_dir(self.ctx.cache_dir, "graal", self.settings(), self.ctx.parent.fingerprint)
-        meta = read_meta(path)
-        return path if meta is not None and meta.get("relink_keys") == RELINK_KEYS else None
+        path = self.ctx.parent_artifact("graal", self.settings())
+        return path if path is not None and read_meta(path).get("relink_keys") == RELINK_KEYS else None
 
     def open(self, db_path: Path) -> None:
         """Open an already built graph database (``build`` does this)."""
