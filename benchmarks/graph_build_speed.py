@@ -29,7 +29,8 @@ import torch  # noqa: E402
 from garag.config import load_config  # noqa: E402
 from pipeline.retrieval import RetrievalPipeline, build_sentence_store  # noqa: E402
 from retrievers.embeddings import EmbeddingCache, SentenceEncoder  # noqa: E402
-from retrievers.graal.graph_store import GraphBuilder, GraphStore  # noqa: E402
+from retrievers.graal.builder import GraphBuilder
+from retrievers.graal.graph_store import GraphStore  # noqa: E402
 from retrievers.graal.linker import SpacyParser, word_vectors  # noqa: E402
 
 OUT = Path(__file__).resolve().parent / "results"

@@ -53,12 +53,9 @@ def cmd_index(args: argparse.Namespace, config: Config) -> int:
 
     engine = None
     if args.engine == "ray":
-        from retrievers.graal.ray_engine import RayParseExecutor
+        from retrievers.graal.ray_engine import RayEngine
 
-        g = config.graal
-        engine = RayParseExecutor(
-            g.spacy_model, g.frame_extractor, g.parse, args.ray_workers, args.ray_address
-        )
+        engine = RayEngine(args.ray_workers, args.ray_address)
     elif args.ray_address:
         raise ValueError("--ray-address needs --engine ray")
     try:

@@ -20,27 +20,19 @@ add gives the same mentions and edges as a rebuild.
 from __future__ import annotations
 
 import json
-import logging
-import multiprocessing
 import sqlite3
-import time
-from collections import deque
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from garag.text import detokenize, page_to_title
-from garag.types import Sentence
+from garag.text import detokenize
 from retrievers.graal.aliases import AliasTable
 from retrievers.graal.frames import Frame
-from retrievers.graal.linker import EntityLinker, Mention, ParsedSentence, SpacyParser, sentence_keys
-
-logger = logging.getLogger(__name__)
+from retrievers.graal.linker import Mention, ParsedSentence, sentence_keys
 
 SENTENCE_FRAME = -1
 _SOURCES = {"text": 0, "link": 1, "page": 2}
-_SCHEMA = """
+SCHEMA = """
 CREATE TABLE IF NOT EXISTS pages (page_idx INTEGER PRIMARY KEY, page TEXT NOT NULL UNIQUE,
     n_sentences INTEGER NOT NULL, first_text TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS parses (page_idx INTEGER, line INTEGER, data TEXT NOT NULL,
@@ -82,38 +74,59 @@ def frame_edges(parsed: ParsedSentence, entities: Sequence[int], positions: Sequ
     return sorted(out)
 
 
-# -- parsing in worker processes ------------------------------------------------------------------
-
-_WORKER: SpacyParser | None = None
-
-
-def _init_worker(model: str, extractor: str, mode: str = "full") -> None:
-    global _WORKER
-    _WORKER = SpacyParser(model, extractor, mode)
-
-
-def _parse_chunk(chunk: list[tuple[str, tuple[str, ...]]]) -> list[ParsedSentence]:
-    assert _WORKER is not None
-    return _WORKER.parse([t for t, _ in chunk], [lk for _, lk in chunk])
-
-
-class _PoolExecutor:
-    """A multiprocessing pool behind the executor interface of ``GraphBuilder(executor=...)``."""
-
-    def __init__(self, pool: Any, in_flight: int) -> None:
-        self.pool, self.in_flight = pool, in_flight
-
-    def submit(self, payload: list[tuple[str, tuple[str, ...]]]) -> Any:
-        return self.pool.apply_async(_parse_chunk, (payload,))
+def write_rows(
+    con: sqlite3.Connection,
+    index: dict[str, int],
+    items: Sequence[tuple[int, int, ParsedSentence, list[Mention]]],
+    new: bool,
+) -> tuple[int, int]:
+    """Write sentences ``(page_idx, line, parsed, mentions)`` into a graph database (``new``: their
+    parses, frames and keys too; else their old links are replaced); ``index`` numbers pages.
+    Returns ``(mentions, edges)`` written."""
+    if new:
+        con.executemany(
+            "INSERT INTO parses VALUES (?,?,?)",
+            [(i, line, json.dumps(p.to_json())) for i, line, p, _ in items],
+        )
+        con.executemany(
+            "INSERT OR IGNORE INTO sentence_keys VALUES (?,?,?)",
+            [(k, i, line) for i, line, p, _ in items for k in sentence_keys(p)],
+        )
+        con.executemany(
+            "INSERT INTO frames VALUES (?,?,?,?,?,?)",
+            [
+                (i, line, n, f.start, f.end, f.predicate)
+                for i, line, p, _ in items
+                for n, f in enumerate(p.frames or (Frame(0, len(p.text), ""),))
+            ],
+        )
+    else:
+        where = [(i, line) for i, line, _, _ in items]
+        con.executemany("DELETE FROM mentions WHERE page_idx=? AND line=?", where)
+        con.executemany("DELETE FROM edges WHERE page_idx=? AND line=?", where)
+    mention_rows, edge_rows = [], []
+    for i, line, p, mentions in items:
+        ents = [index[m.entity] for m in mentions]
+        mention_rows += [
+            (i, e, line, -1 if m.start is None else m.start, m.end, _SOURCES[m.source])
+            for e, m in zip(ents, mentions, strict=True)
+        ]
+        edge_rows += [(i, line, f, u, v) for f, u, v in frame_edges(p, ents, [m.start for m in mentions])]
+    con.executemany("INSERT OR IGNORE INTO mentions VALUES (?,?,?,?,?,?)", mention_rows)
+    con.executemany("INSERT INTO edges VALUES (?,?,?,?,?)", edge_rows)
+    return len(mention_rows), len(edge_rows)
 
 
 class GraphStore:
     """Read and write access to one graph database."""
 
-    def __init__(self, db_path: str | Path) -> None:
+    def __init__(self, db_path: str | Path, readonly: bool = False) -> None:
         self.db_path = Path(db_path)
-        self.con = sqlite3.connect(self.db_path, check_same_thread=False)
-        self.con.executescript("PRAGMA synchronous=OFF;" + _SCHEMA)
+        if readonly:  # a partition worker's view: pages and aliases, while the builder writes nothing
+            self.con = sqlite3.connect(f"file:{self.db_path}?mode=ro", uri=True, check_same_thread=False)
+        else:
+            self.con = sqlite3.connect(self.db_path, check_same_thread=False)
+            self.con.executescript("PRAGMA synchronous=OFF;" + SCHEMA)
         rows = self.con.execute("SELECT page_idx, page, n_sentences FROM pages ORDER BY page_idx").fetchall()
         self.names: list[str] = [r[1] for r in rows]
         self.index: dict[str, int] = {p: i for i, p in enumerate(self.names)}
@@ -241,7 +254,7 @@ class GraphStore:
         }
         for table in ("pages", "parses", "frames", "sentence_keys", "mentions", "edges"):
             con.execute(f"ALTER TABLE {table} RENAME TO old_{table}")
-        con.executescript(_SCHEMA)
+        con.executescript(SCHEMA)
         for table, select in columns.items():
             con.execute(
                 f"INSERT INTO {table} SELECT {select} FROM old_{table} p "
@@ -274,39 +287,19 @@ class GraphStore:
     ) -> tuple[int, int]:
         """Store (or, when not ``new``, replace the links of) sentences ``(page_idx, line, parsed,
         mentions)`` in one statement per table; returns ``(mentions, edges)`` written."""
+        return write_rows(self.con, self.index, items, new)
+
+    def merge(self, part: Path) -> None:
+        """Append a partition database (``write_rows`` into an empty graph schema, pages after every
+        page already here) and commit."""
         con = self.con
-        if new:
-            con.executemany(
-                "INSERT INTO parses VALUES (?,?,?)",
-                [(i, line, json.dumps(p.to_json())) for i, line, p, _ in items],
-            )
-            con.executemany(
-                "INSERT OR IGNORE INTO sentence_keys VALUES (?,?,?)",
-                [(k, i, line) for i, line, p, _ in items for k in sentence_keys(p)],
-            )
-            con.executemany(
-                "INSERT INTO frames VALUES (?,?,?,?,?,?)",
-                [
-                    (i, line, n, f.start, f.end, f.predicate)
-                    for i, line, p, _ in items
-                    for n, f in enumerate(p.frames or (Frame(0, len(p.text), ""),))
-                ],
-            )
-        else:
-            where = [(i, line) for i, line, _, _ in items]
-            con.executemany("DELETE FROM mentions WHERE page_idx=? AND line=?", where)
-            con.executemany("DELETE FROM edges WHERE page_idx=? AND line=?", where)
-        mention_rows, edge_rows = [], []
-        for i, line, p, mentions in items:
-            ents = [self.index[m.entity] for m in mentions]
-            mention_rows += [
-                (i, e, line, -1 if m.start is None else m.start, m.end, _SOURCES[m.source])
-                for e, m in zip(ents, mentions, strict=True)
-            ]
-            edge_rows += [(i, line, f, u, v) for f, u, v in frame_edges(p, ents, [m.start for m in mentions])]
-        con.executemany("INSERT OR IGNORE INTO mentions VALUES (?,?,?,?,?,?)", mention_rows)
-        con.executemany("INSERT INTO edges VALUES (?,?,?,?,?)", edge_rows)
-        return len(mention_rows), len(edge_rows)
+        con.execute("ATTACH DATABASE ? AS part", (str(part),))
+        try:
+            for table in ("parses", "frames", "mentions", "edges", "sentence_keys"):
+                con.execute(f"INSERT INTO main.{table} SELECT * FROM part.{table}")
+            con.commit()
+        finally:
+            con.execute("DETACH DATABASE part")
 
     def refresh_index(self) -> None:
         """Rebuild the inverted index entity -> pages and the per-entity statistics."""
@@ -322,172 +315,3 @@ class GraphStore:
         )
         con.commit()
         self._stats = None
-
-
-@dataclass
-class BuildStats:
-    """Counts and timings of a graph build or update."""
-
-    pages: int = 0
-    removed: int = 0
-    sentences: int = 0
-    relinked: int = 0
-    mentions: int = 0
-    edges: int = 0
-    parse_seconds: float = 0.0
-    link_seconds: float = 0.0
-    write_seconds: float = 0.0
-
-    def to_dict(self) -> dict:
-        total = self.parse_seconds + self.link_seconds + self.write_seconds
-        return {
-            **self.__dict__,
-            "sentences_per_second": round(self.sentences / total, 1) if total > 0 else None,
-        }
-
-
-class GraphBuilder:
-    """Streams pages into a ``GraphStore``: parse (optionally in worker processes), link, write.
-
-    Args:
-        graph: the graph to fill.
-        parser: spaCy parser (its model and frame extractor are used by the workers too).
-        linker_options: keyword arguments for ``EntityLinker`` besides the alias table and page info.
-        workers: parsing processes (1 = in this process).
-        chunk_size: sentences per parsing task.
-        progress: log progress every few thousand sentences.
-        executor: parses chunks elsewhere (e.g. ``RayParseExecutor``): ``submit(payload)`` returns a
-            result whose ``get()`` gives the parsed chunk; ``in_flight`` bounds the chunks
-            submitted ahead.  Linking and writes stay here, in chunk order, so the graph is the same.
-    """
-
-    def __init__(
-        self,
-        graph: GraphStore,
-        parser: SpacyParser,
-        linker_options: dict,
-        workers: int = 1,
-        chunk_size: int = 256,
-        progress: bool = False,
-        executor: object = None,
-    ) -> None:
-        if workers < 1:
-            raise ValueError(f"workers must be >= 1, got {workers}")
-        self.graph = graph
-        self.parser = parser
-        self.linker = EntityLinker(graph.aliases, graph.page_info, **linker_options)
-        self.workers = workers
-        self.chunk_size = chunk_size
-        self.progress = progress
-        self.executor = executor
-        self.stats = BuildStats()
-
-    def add_pages(self, pages: Iterable[tuple[str, list[Sentence]]]) -> BuildStats:
-        """Add pages to the graph (the first call builds it); existing sentences are re-linked as needed."""
-        pages = list(pages)
-        return self.add_streaming(
-            [(p, len(s), s[0].text if s else "") for p, s in pages], lambda: iter(pages)
-        )
-
-    def add_streaming(self, meta: list[tuple[str, int, str]], stream) -> BuildStats:  # noqa: ANN001
-        """Register ``meta`` (page, n_sentences, first sentence), re-link, then ingest ``stream()``."""
-        return self.edit(set(), meta, stream)
-
-    def edit(self, drop: set[str], meta: list[tuple[str, int, str]], stream) -> BuildStats:  # noqa: ANN001
-        """Remove pages ``drop``, register ``meta`` (page, n_sentences, first sentence), re-link the
-        sentences whose alias lookups changed (once), then ingest ``stream()``: the same graph as
-        a build over the kept pages followed by the new ones."""
-        had_sentences = self.graph.n_sentences() > 0
-        started = time.perf_counter()
-        changed = self.graph.remove_pages(drop)
-        self.stats.write_seconds += time.perf_counter() - started
-        self.stats.removed += len(drop)
-        changed |= self.graph.register(meta)
-        self.stats.pages += len(meta)
-        if had_sentences and changed:
-            self._relink(changed)
-        self._ingest(stream())
-        started = time.perf_counter()
-        self.graph.refresh_index()
-        self.stats.write_seconds += time.perf_counter() - started
-        return self.stats
-
-    def _relink(self, keys: set[str]) -> None:
-        keys_l = sorted(keys)
-        affected: set[tuple[int, int]] = set()
-        for i in range(0, len(keys_l), 900):
-            chunk = keys_l[i : i + 900]
-            q = f"SELECT page_idx, line FROM sentence_keys WHERE key IN ({','.join('?' * len(chunk))})"
-            affected.update(self.graph.con.execute(q, chunk).fetchall())
-        items = [(p, line, self.graph.parsed(p, line)) for p, line in sorted(affected)]
-        self._link_and_write([(p, line, ps) for p, line, ps in items if ps is not None], new=False)
-        self.stats.relinked += len(items)
-
-    def _chunks(self, pages: Iterator[tuple[str, list[Sentence]]]) -> Iterator[list[tuple[int, Sentence]]]:
-        buf: list[tuple[int, Sentence]] = []
-        for page, sentences in pages:
-            idx = self.graph.index[page]
-            buf.extend((idx, s) for s in sentences)
-            if len(buf) >= self.chunk_size:
-                yield buf
-                buf = []
-        if buf:
-            yield buf
-
-    def _ingest(self, pages: Iterator[tuple[str, list[Sentence]]]) -> None:
-        chunks = self._chunks(pages)
-        if self.executor is not None:
-            self._parse_elsewhere(chunks, self.executor)
-            return
-        if self.workers == 1:
-            for chunk in chunks:
-                started = time.perf_counter()
-                parsed = self.parser.parse([s.text for _, s in chunk], [s.links for _, s in chunk])
-                self.stats.parse_seconds += time.perf_counter() - started
-                self._write_chunk(chunk, parsed)
-            return
-        ctx = multiprocessing.get_context("spawn")
-        init = (self.parser.model, self.parser.extractor.name, self.parser.mode)
-        with ctx.Pool(self.workers, initializer=_init_worker, initargs=init) as pool:
-            self._parse_elsewhere(chunks, _PoolExecutor(pool, 2 * self.workers))
-
-    def _parse_elsewhere(self, chunks: Iterator[list[tuple[int, Sentence]]], executor: Any) -> None:
-        """Submit chunks to ``executor`` at most ``executor.in_flight`` ahead; link and write them in
-        order as their parses come back."""
-        ahead: deque[tuple[list, object]] = deque()
-        for chunk in chunks:
-            ahead.append((chunk, executor.submit([(s.text, s.links) for _, s in chunk])))
-            if len(ahead) >= executor.in_flight:
-                self._drain(ahead.popleft())
-        while ahead:
-            self._drain(ahead.popleft())
-
-    def _drain(self, item: tuple[list, object]) -> None:
-        chunk, result = item
-        started = time.perf_counter()
-        parsed = result.get()  # type: ignore[attr-defined]
-        self.stats.parse_seconds += time.perf_counter() - started
-        self._write_chunk(chunk, parsed)
-
-    def _write_chunk(self, chunk: list[tuple[int, Sentence]], parsed: list[ParsedSentence]) -> None:
-        self._link_and_write([(i, s.id.line, p) for (i, s), p in zip(chunk, parsed, strict=True)], new=True)
-        self.stats.sentences += len(chunk)
-        if self.progress and self.stats.sentences % 5000 < len(chunk):
-            logger.info("graal graph: %d sentences", self.stats.sentences)
-
-    def _link_and_write(self, items: list[tuple[int, int, ParsedSentence]], new: bool) -> None:
-        names = self.graph.names
-        started = time.perf_counter()
-        mentions = self.linker.link(
-            [p for _, _, p in items],
-            [f"{page_to_title(names[i])}: {p.text}" for i, _, p in items],
-            [names[i] for i, _, _ in items],
-        )
-        self.stats.link_seconds += time.perf_counter() - started
-        started = time.perf_counter()
-        rows = [(i, line, p, ms) for (i, line, p), ms in zip(items, mentions, strict=True)]
-        n_mentions, n_edges = self.graph.write_sentences(rows, new)
-        self.stats.mentions += n_mentions
-        self.stats.edges += n_edges
-        self.graph.con.commit()
-        self.stats.write_seconds += time.perf_counter() - started

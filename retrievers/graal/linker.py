@@ -25,6 +25,7 @@ from __future__ import annotations
 import math
 import re
 import zlib
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -387,6 +388,19 @@ def _without_title(description: str, page: str) -> str:
 PageInfo = Callable[[list[str]], dict[str, tuple[str, int]]]
 """page ids -> (descriptor text for the encoder, number of sentences)."""
 
+_Vec = np.ndarray | tuple[np.ndarray, np.ndarray]
+
+
+def _compact(v: np.ndarray) -> _Vec:
+    """A descriptor vector as cached: ``(indices, values)`` when mostly zeros (hashed words: a page's
+    first sentence sets a few dozen of 4,096 dimensions), else the vector itself."""
+    nz = np.flatnonzero(v)
+    return (nz.astype(np.int32), v[nz]) if 2 * len(nz) < len(v) else v
+
+
+def _dot(x: np.ndarray, d: _Vec) -> float:
+    return float(x[d[0]] @ d[1]) if isinstance(d, tuple) else float(x @ d)
+
 
 class EntityLinker:
     """Matches and disambiguates mentions in parsed sentences.
@@ -399,6 +413,9 @@ class EntityLinker:
         exact_bonus: bonus of a page whose exact title is the mention (vs. a generated variant).
         own_page: every sentence of a page also mentions that page.
         use_links: hyperlinks count as mentions.
+        type_weight: weight of the named-entity type's agreement with the page's descriptor.
+        cache_pages: candidate pages whose size and descriptor vector stay cached (least recently
+            used dropped first): bounds the linker's memory whatever the corpus size.
     """
 
     def __init__(
@@ -411,6 +428,7 @@ class EntityLinker:
         own_page: bool = True,
         use_links: bool = True,
         type_weight: float = 0.5,
+        cache_pages: int = 100_000,
     ) -> None:
         self.aliases = aliases
         self.page_info = page_info
@@ -420,21 +438,35 @@ class EntityLinker:
         self.own_page = own_page
         self.use_links = use_links
         self.type_weight = type_weight
-        self._desc_vec: dict[str, np.ndarray] = {}
+        self.cache_pages = cache_pages
+        # page -> (sentences, descriptor vector or None), least recently used first
+        self._pages: OrderedDict[str, tuple[int, _Vec | None]] = OrderedDict()
         self._types: dict[str, np.ndarray] = {}
-        self._size: dict[str, int] = {}
 
     def _describe(self, pages: set[str]) -> None:
-        todo = sorted(p for p in pages if p not in self._size)
-        if not todo:
-            return
-        info = self.page_info(todo)
-        for p in todo:
-            self._size[p] = info.get(p, ("", 0))[1]
-        if self.embed is not None:
-            texts = [_without_title(info.get(p, ("", 0))[0], p) for p in todo]
-            for p, v in zip(todo, self.embed(texts), strict=True):
-                self._desc_vec[p] = v
+        """Cache the size and descriptor vector of ``pages`` (at least these stay cached)."""
+        cache = self._pages
+        for p in pages:
+            if p in cache:
+                cache.move_to_end(p)
+        todo = sorted(p for p in pages if p not in cache)
+        if todo:
+            info = self.page_info(todo)
+            vecs: list = [None] * len(todo)
+            if self.embed is not None:
+                vecs = [
+                    _compact(v)
+                    for v in self.embed([_without_title(info.get(p, ("", 0))[0], p) for p in todo])
+                ]
+            for p, v in zip(todo, vecs, strict=True):
+                cache[p] = (info.get(p, ("", 0))[1], v)
+        while len(cache) > max(self.cache_pages, len(pages)):
+            cache.popitem(last=False)
+
+    def _prior(self, page: str, kind: int) -> float:
+        return self.prior_weight * math.log1p(self._pages[page][0]) + (
+            self.exact_bonus if kind == EXACT else 0.0
+        )
 
     def _type_vec(self, label: str) -> np.ndarray:
         if label not in self._types:
@@ -447,10 +479,9 @@ class EntityLinker:
         ctx = self.embed([context])[0] if self.embed is not None else None
         out = {}
         for page, kind in candidates:
-            s = self.prior_weight * math.log1p(self._size.get(page, 0))
-            s += self.exact_bonus if kind == EXACT else 0.0
+            s = self._prior(page, kind)
             if ctx is not None:
-                s += float(ctx @ self._desc_vec[page])
+                s += _dot(ctx, self._pages[page][1])
             out[page] = s
         return out
 
@@ -474,12 +505,12 @@ class EntityLinker:
             for n, (i, c) in enumerate(ambiguous):
                 best, best_s = "", -math.inf
                 for page, kind in c.pages:
-                    s = self.prior_weight * math.log1p(self._size.get(page, 0))
-                    s += self.exact_bonus if kind == EXACT else 0.0
+                    s = self._prior(page, kind)
                     if vecs is not None:
-                        s += float(vecs[n] @ self._desc_vec[page])
+                        desc = self._pages[page][1]
+                        s += _dot(vecs[n], desc)
                         if c.label in _TYPES:
-                            s += self.type_weight * float(self._type_vec(c.label) @ self._desc_vec[page])
+                            s += self.type_weight * _dot(self._type_vec(c.label), desc)
                     if s > best_s:
                         best, best_s = page, s
                 chosen[(i, c.start, c.surface)] = best

@@ -1,9 +1,12 @@
-"""``garag index --engine ray``: the graph build's parsing on a Ray cluster (the ``scale`` extra).
+"""``garag index --engine ray``: the graph build's workers as Ray actors (the ``scale`` extra).
 
-Parsing (spaCy) is most of a graph build.  Page chunks go to Ray actors that each hold a loaded
-parser; the driver links and writes the parsed chunks in their original order, so the graph is
-the one a single-process build makes.  ``address=None`` starts a local Ray on this machine;
-``address="ray://host:10001"`` or ``"auto"`` joins a cluster (its nodes need garag installed).
+The actors do what ``graal.workers`` processes do (``retrievers.graal.builder``): with hashed-word
+disambiguation each actor parses, links and writes whole page partitions into files the driver
+merges in page order; with MiniLM disambiguation actors parse and the driver links and writes.
+Either way the graph is the one a single-process build makes.  ``address=None`` starts a local Ray
+on this machine; ``address="ray://host:10001"`` or ``"auto"`` joins a cluster, whose nodes need
+garag installed and, for partitions, the cache directory at the same path (a shared filesystem):
+the actors read the page table from it and write their partitions into it.
 """
 
 from __future__ import annotations
@@ -25,18 +28,45 @@ class _Result:
         return ray.get(self.ref)
 
 
-class RayParseExecutor:
-    """Parse chunks on ``workers`` Ray actors (round robin), at most ``2 * workers`` chunks ahead.
+class _ActorPool:
+    """Actors behind the pool interface of ``GraphBuilder`` (round robin, at most two tasks queued
+    per actor); the actors are killed on exit."""
+
+    def __init__(self, actors: list) -> None:
+        self.actors = actors
+        self.in_flight = 2 * len(actors)
+        self.submitted = 0
+
+    def _next(self) -> Any:
+        actor = self.actors[self.submitted % len(self.actors)]
+        self.submitted += 1
+        return actor
+
+    def parse(self, payload: Sequence[tuple[str, Sequence[str]]]) -> _Result:
+        return _Result(self._next().parse.remote(list(payload)))
+
+    def build(self, out: str, sentences: list, chunk_size: int) -> _Result:
+        return _Result(self._next().build.remote(out, sentences, chunk_size))
+
+    def __enter__(self) -> _ActorPool:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        import ray
+
+        for a in self.actors:
+            ray.kill(a)
+
+
+class RayEngine:
+    """``workers`` Ray actors (one CPU each) per pool.
 
     Args:
-        model, extractor, mode: the ``SpacyParser`` every actor builds.
-        workers: actors (one CPU each).
+        workers: actors.
         address: a Ray cluster to join; None starts a local one with ``workers`` CPUs.
     """
 
-    def __init__(
-        self, model: str, extractor: str, mode: str, workers: int = 2, address: str | None = None
-    ) -> None:
+    def __init__(self, workers: int = 2, address: str | None = None) -> None:
         if workers < 1:
             raise ValueError(f"--ray-workers must be >= 1, got {workers}")
         try:
@@ -45,6 +75,7 @@ class RayParseExecutor:
             raise ValueError(
                 f"--engine ray needs the scale extra (pip install 'garag[scale]'): {e}"
             ) from None
+        self.workers = workers
         self._started = not ray.is_initialized()
         if self._started:
             kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False}
@@ -52,38 +83,35 @@ class RayParseExecutor:
                 ray.init(address=address, **kwargs)
             else:
                 ray.init(num_cpus=workers, **kwargs)
-        actor = ray.remote(num_cpus=1)(_ParseActor)
-        self.actors = [actor.remote(model, extractor, mode) for _ in range(workers)]
-        self.in_flight = 2 * workers
-        self._next = 0
-        logger.info("ray: %d parse actors (%s)", workers, address or "local")
+        self.pools: list[_ActorPool] = []
+        logger.info("ray: %d actors (%s)", workers, address or "local")
 
-    def submit(self, payload: Sequence[tuple[str, Sequence[str]]]) -> _Result:
-        actor = self.actors[self._next % len(self.actors)]
-        self._next += 1
-        return _Result(actor.parse.remote(list(payload)))
+    def _pool(self, cls: type, *args: Any) -> _ActorPool:
+        import ray
+
+        actor = ray.remote(num_cpus=1)(cls)
+        pool = _ActorPool([actor.remote(*args) for _ in range(self.workers)])
+        self.pools.append(pool)
+        return pool
+
+    def parsers(self, model: str, extractor: str, mode: str) -> _ActorPool:
+        from retrievers.graal.builder import ChunkParser
+
+        return self._pool(ChunkParser, model, extractor, mode)
+
+    def partitions(self, pages_db: str, parser: tuple, linker_options: dict) -> _ActorPool:
+        from retrievers.graal.builder import PartitionWorker
+
+        return self._pool(PartitionWorker, pages_db, parser, linker_options)
 
     def close(self) -> None:
         import ray
 
-        for a in self.actors:
-            ray.kill(a)
-        self.actors = []
         if self._started and ray.is_initialized():
             ray.shutdown()
 
-    def __enter__(self) -> RayParseExecutor:
+    def __enter__(self) -> RayEngine:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-class _ParseActor:
-    def __init__(self, model: str, extractor: str, mode: str) -> None:
-        from retrievers.graal.linker import SpacyParser
-
-        self.parser = SpacyParser(model, extractor, mode)
-
-    def parse(self, payload: list[tuple[str, Sequence[str]]]) -> list:
-        return self.parser.parse([t for t, _ in payload], [lk for _, lk in payload])

@@ -29,7 +29,8 @@ from garag.types import Hit, Sentence, SentenceId
 from retrievers.base import IndexContext
 from retrievers.dense import sentence_text
 from retrievers.embeddings import EmbeddingCache, SentenceEncoder
-from retrievers.graal.graph_store import SENTENCE_FRAME, GraphBuilder, GraphStore
+from retrievers.graal.builder import GraphBuilder
+from retrievers.graal.graph_store import SENTENCE_FRAME, GraphStore
 from retrievers.graal.linker import EntityLinker, Mention, SpacyParser, word_vectors
 from retrievers.graal.paths import Subgraph, connect, load_neighbourhood
 
@@ -185,7 +186,7 @@ class GraalRetriever:
                 self.linker_options(),
                 self.config.workers,
                 progress=self.ctx.progress,
-                executor=self.ctx.engine,
+                engine=self.ctx.engine,
             )
             stats = builder.edit(drop, meta, stream)
             graph.close()

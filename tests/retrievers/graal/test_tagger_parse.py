@@ -13,8 +13,9 @@ from garag.store import SentenceStore
 from garag.types import SentenceId
 from garag.wiki import corpus_fingerprint
 from retrievers.base import IndexContext
+from retrievers.graal.builder import GraphBuilder
 from retrievers.graal.frames import tagged_frames
-from retrievers.graal.graph_store import GraphBuilder, GraphStore
+from retrievers.graal.graph_store import GraphStore
 from retrievers.graal.linker import SpacyParser, TagMap, word_vectors
 from retrievers.graal.retriever import GraalRetriever
 
@@ -146,3 +147,33 @@ def test_fast_incremental_add_equals_rebuild(store, tagger, tmp_path):
     # parsing in two worker processes (they parse in tagger mode too) gives the same graph
     pooled = build(tmp_path / "pooled.db", [names], workers=2)
     assert pooled.edge_set() == whole.edge_set() and pooled.mention_set() == whole.mention_set()
+
+
+def test_partition_workers_and_a_small_linker_cache_build_the_same_graph(store, tagger, tmp_path):
+    """Two worker processes that parse, link and write page partitions (merged in page order) and a
+    linker that keeps one page description at a time give the single-process graph."""
+    names = store.page_names()
+    by_page = store.pages(names)
+
+    def build(path: Path, workers: int, **options: object) -> tuple[GraphStore, GraphBuilder]:
+        graph = GraphStore(path)
+        builder = GraphBuilder(
+            graph, tagger, {"embed": word_vectors, **options}, workers=workers, chunk_size=4,
+            partition_sentences=6,
+        )  # fmt: skip
+        builder.add_pages([(p, by_page[p]) for p in names])
+        return graph, builder
+
+    whole, one = build(tmp_path / "whole.db", 1)
+    for graph, builder in (
+        build(tmp_path / "parts.db", 2),
+        build(tmp_path / "small-cache.db", 1, cache_pages=1),
+    ):
+        assert graph.edge_set() == whole.edge_set() and graph.mention_set() == whole.mention_set()
+        assert (builder.stats.sentences, builder.stats.mentions, builder.stats.edges) == (
+            one.stats.sentences, one.stats.mentions, one.stats.edges,
+        )  # fmt: skip
+    assert whole.edge_set()
+    partitioned = build(tmp_path / "parts2.db", 2)[1]
+    assert partitioned.stats.merge_seconds > 0  # it did run as partitions
+    assert len(one.linker._pages) > 1 and not list(tmp_path.glob("*.parts"))
