@@ -91,11 +91,13 @@ class AliasTable:
     """Key -> candidate pages (with the kind of match), built from page titles.
 
     Pages under one key are kept in a stable order (by page id) so that
-    disambiguation does not depend on the order pages were added in.
+    disambiguation does not depend on the order pages were added in.  Compact, as every graph
+    worker holds one for the whole corpus: a key naming one page by its exact title (most keys)
+    stores that page id itself, other keys a sorted tuple of ``(page, kind)``.
     """
 
     def __init__(self) -> None:
-        self._keys: dict[str, dict[str, int]] = {}
+        self._keys: dict[str, str | tuple[tuple[str, int], ...]] = {}
         self._pages: set[str] = set()
         self.max_tokens = 1
 
@@ -106,16 +108,28 @@ class AliasTable:
         table.add_pages(pages)
         return table
 
+    def _set(self, key: str, pairs: dict[str, int]) -> None:
+        if not pairs:
+            self._keys.pop(key, None)
+        elif len(pairs) == 1 and next(iter(pairs.values())) == EXACT:
+            self._keys[key] = next(iter(pairs))
+        else:
+            self._keys[key] = tuple(sorted(pairs.items()))
+
     def add_pages(self, pages: Iterable[str]) -> set[str]:
         """Add pages; return the keys whose candidate set changed (new keys and ``page_key`` included)."""
         changed: set[str] = set()
+        keys = self._keys
         for page in pages:
             if page in self._pages:
                 continue
             self._pages.add(page)
             changed.add(page_key(page))
             for key, kind in title_aliases(page):
-                self._keys.setdefault(key, {})[page] = kind
+                if key not in keys and kind == EXACT:
+                    keys[key] = page
+                else:
+                    self._set(key, {**dict(self.lookup(key)), page: kind})
                 changed.add(key)
                 self.max_tokens = max(self.max_tokens, key.count(" ") + 1)
         return changed
@@ -129,10 +143,7 @@ class AliasTable:
             self._pages.discard(page)
             changed.add(page_key(page))
             for key, _ in title_aliases(page):
-                found = self._keys.get(key, {})
-                found.pop(page, None)
-                if not found:
-                    self._keys.pop(key, None)
+                self._set(key, {p: k for p, k in self.lookup(key) if p != page})
                 changed.add(key)
         return changed
 
@@ -148,7 +159,9 @@ class AliasTable:
     def lookup(self, key: str) -> tuple[tuple[str, int], ...]:
         """``(page, kind)`` candidates of a key, sorted by page id; () when unknown."""
         found = self._keys.get(key)
-        return tuple(sorted(found.items())) if found else ()
+        if found is None:
+            return ()
+        return ((found, EXACT),) if isinstance(found, str) else found
 
     def resolve_link(self, target: str) -> tuple[tuple[str, int], ...]:
         """Candidates of a hyperlink target: the page itself when it exists, else by alias key."""

@@ -252,11 +252,11 @@ class GraphBuilder:
             [(p, len(s), s[0].text if s else "") for p, s in pages], lambda: iter(pages)
         )
 
-    def add_streaming(self, meta: list[tuple[str, int, str]], stream) -> BuildStats:  # noqa: ANN001
+    def add_streaming(self, meta: Iterable[tuple[str, int, str]], stream) -> BuildStats:  # noqa: ANN001
         """Register ``meta`` (page, n_sentences, first sentence), re-link, then ingest ``stream()``."""
         return self.edit(set(), meta, stream)
 
-    def edit(self, drop: set[str], meta: list[tuple[str, int, str]], stream) -> BuildStats:  # noqa: ANN001
+    def edit(self, drop: set[str], meta: Iterable[tuple[str, int, str]], stream) -> BuildStats:  # noqa: ANN001
         """Remove pages ``drop``, register ``meta`` (page, n_sentences, first sentence), re-link the
         sentences whose alias lookups changed (once), then ingest ``stream()``: the same graph as
         a build over the kept pages followed by the new ones."""
@@ -265,9 +265,10 @@ class GraphBuilder:
         changed = self.graph.remove_pages(drop)
         self.stats.write_seconds += time.perf_counter() - started
         self.stats.removed += len(drop)
-        changed |= self.graph.register(meta)
+        before = len(self.graph.names)
+        changed |= self.graph.register(meta, track=had_sentences)
         self.graph.con.commit()
-        self.stats.pages += len(meta)
+        self.stats.pages += len(self.graph.names) - before
         if had_sentences and changed:
             self._relink(changed)
         self._ingest(stream())

@@ -209,22 +209,34 @@ class GraphStore:
 
     # -- writing ----------------------------------------------------------------------------------
 
-    def register(self, pages: Iterable[tuple[str, int, str]]) -> set[str]:
-        """Add pages ``(page, n_sentences, first sentence)``; return the alias keys that changed.
+    def register(self, pages: Iterable[tuple[str, int, str]], track: bool = True) -> set[str]:
+        """Add pages ``(page, n_sentences, first sentence)``, streamed in batches; return the alias
+        keys that changed (an empty set unless ``track``: a first build re-links nothing).
 
         Raises:
             ValueError: a page is already in the graph.
         """
-        new = []
+        changed: set[str] = set()
+        batch: list[tuple[int, str, int, str]] = []
+
+        def flush() -> None:
+            self.con.executemany("INSERT INTO pages VALUES (?,?,?,?)", batch)
+            keys = self.aliases.add_pages(p for _, p, _, _ in batch)
+            if track:
+                changed.update(keys)
+            batch.clear()
+
         for page, n, first in pages:
             if page in self.index:
                 raise ValueError(f"page {page!r} is already in the graph")
             self.index[page] = len(self.names)
-            new.append((len(self.names), page, n, first))
+            batch.append((len(self.names), page, n, first))
             self.names.append(page)
             self.sizes.append(n)
-        self.con.executemany("INSERT INTO pages VALUES (?,?,?,?)", new)
-        return self.aliases.add_pages(p for _, p, _, _ in new)
+            if len(batch) >= 10_000:
+                flush()
+        flush()
+        return changed
 
     def remove_pages(self, pages: set[str]) -> set[str]:
         """Remove pages with their sentences; return the alias keys that changed.

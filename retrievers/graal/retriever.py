@@ -168,12 +168,14 @@ class GraalRetriever:
                 first, drop = self.ctx.delta.kept_pages, set(self.ctx.delta.dropped)
             graph = GraphStore(graph_db)
             names = store.page_names()[first:]
-            meta, chunks = [], [names[i : i + 500] for i in range(0, len(names), 500)]
-            for chunk in chunks:
-                by_page = store.pages(chunk)
-                for p in chunk:
-                    s = by_page.get(p, [])
-                    meta.append((p, len(s), s[0].text if s else ""))
+            chunks = [names[i : i + 500] for i in range(0, len(names), 500)]
+
+            def meta():  # noqa: ANN202
+                for chunk in chunks:
+                    by_page = store.pages(chunk)
+                    for p in chunk:
+                        s = by_page.get(p, [])
+                        yield p, len(s), s[0].text if s else ""
 
             def stream():  # noqa: ANN202
                 for chunk in chunks:
@@ -188,7 +190,7 @@ class GraalRetriever:
                 progress=self.ctx.progress,
                 engine=self.ctx.engine,
             )
-            stats = builder.edit(drop, meta, stream)
+            stats = builder.edit(drop, meta(), stream)
             graph.close()
             logger.info("graal graph: %s", stats.to_dict())
             derived = {"derived_from": parent.name} if parent is not None else {}
