@@ -34,6 +34,7 @@ _ADD_CHUNK = 65_536
 _IVF_TRAIN_PER_LIST = 256
 _IVF_TRAIN_MIN = 200_000
 _SEED = 1234
+_PQ_CODES = 256  # centroids per 8-bit sub-quantizer
 _QUERY_LRU = 4096
 
 
@@ -44,7 +45,7 @@ def sentence_text(page: str, text: str, title_prefix: bool) -> str:
 
 
 def choose_index(config: DenseConfig, n: int) -> str:
-    """The FAISS index kind for ``n`` vectors: "flat", "ivf" or "hnsw"."""
+    """The FAISS index kind for ``n`` vectors: "flat", "ivf", "ivf_pq" or "hnsw"."""
     if config.index != "auto":
         return config.index
     return "flat" if n <= config.flat_max else config.large_index
@@ -116,8 +117,10 @@ class FaissDenseRetriever:
             "cache_dtype": self.cache.dtype.name,
             "index": kind,
         }
-        if kind == "ivf":
+        if kind in ("ivf", "ivf_pq"):
             settings["ivf_nlist"] = ivf_nlist(self.config, n)
+        if kind == "ivf_pq":
+            settings["pq_m"] = self.config.pq_m
         elif kind == "hnsw":
             settings["hnsw_m"] = self.config.hnsw_m
         return settings
@@ -195,11 +198,16 @@ class FaissDenseRetriever:
 
         started = time.time()
         index = self._new_index(settings, dim)
-        if settings["index"] == "ivf":
+        if settings["index"] in ("ivf", "ivf_pq"):
             rng = np.random.default_rng(_SEED)
             nlist = settings["ivf_nlist"]
             # Bounded sample: k-means needs ~40-256 points per cell, and the sample is held in RAM.
             n_train = min(n, _IVF_TRAIN_PER_LIST * nlist, max(64 * nlist, _IVF_TRAIN_MIN))
+            if settings["index"] == "ivf_pq" and n_train < _PQ_CODES:
+                raise ValueError(
+                    f"dense.index: ivf_pq needs at least {_PQ_CODES} sentences to train its "
+                    f"quantizers, the store has {n}; use flat or ivf"
+                )
             sample = np.sort(rng.choice(n, size=n_train, replace=False))
             index.train(np.ascontiguousarray(vectors[sample]))
         for i in range(0, n, _ADD_CHUNK):
@@ -232,9 +240,16 @@ class FaissDenseRetriever:
         kind = settings["index"]
         if kind == "flat":
             return faiss.IndexFlatIP(dim)
-        if kind == "ivf":
+        if kind in ("ivf", "ivf_pq"):
             quantizer = faiss.IndexFlatIP(dim)
-            index = faiss.IndexIVFFlat(quantizer, dim, settings["ivf_nlist"], faiss.METRIC_INNER_PRODUCT)
+            if kind == "ivf":
+                index = faiss.IndexIVFFlat(quantizer, dim, settings["ivf_nlist"], faiss.METRIC_INNER_PRODUCT)
+            else:
+                m = settings["pq_m"]
+                if dim % m:
+                    raise ValueError(f"dense.pq_m: {dim}-d vectors do not split into {m} sub-vectors")
+                nlist = settings["ivf_nlist"]
+                index = faiss.IndexIVFPQ(quantizer, dim, nlist, m, 8, faiss.METRIC_INNER_PRODUCT)
             # Unit vectors: spherical k-means keeps centroids on the sphere, so IP assignment means cosine.
             index.cp.spherical = True
             return index
@@ -254,7 +269,7 @@ class FaissDenseRetriever:
             raise ValueError(f"{path}: not a complete dense artifact (no meta.json of kind 'dense')")
         index = faiss.read_index(str(path / INDEX_FILE))
         kind = meta["index_type"]
-        if kind == "ivf":
+        if kind in ("ivf", "ivf_pq"):
             index.nprobe = min(self.config.ivf_nprobe, index.nlist)
         elif kind == "hnsw":
             index.hnsw.efSearch = self.config.hnsw_ef_search
@@ -283,7 +298,7 @@ class FaissDenseRetriever:
             return index
         self._gpu_res = faiss.StandardGpuResources()
         gpu_index = faiss.index_cpu_to_gpu(self._gpu_res, 0, index)
-        if kind == "ivf":
+        if kind in ("ivf", "ivf_pq"):
             faiss.GpuParameterSpace().set_index_parameter(gpu_index, "nprobe", index.nprobe)
         logger.info("dense: %s index moved to GPU 0", kind)
         return gpu_index
@@ -330,12 +345,29 @@ class FaissDenseRetriever:
         return out
 
     def search(self, query_vectors: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-        """Raw FAISS search: ``(scores, rows)``, each ``(n_queries, k)``; missing slots have row -1."""
+        """FAISS search: ``(scores, rows)``, each ``(n_queries, k)``; missing slots have row -1.
+
+        An ivf_pq index's scores are approximate: its ``k * dense.pq_refine`` best candidates are
+        re-scored with the stored vectors (exact cosines) and the top ``k`` of those returned."""
         if k <= 0:
             raise ValueError(f"{self.name}: k must be > 0, got {k}")
         index = self._require_loaded()
         k = min(k, index.ntotal)
-        return index.search(np.ascontiguousarray(query_vectors, dtype=np.float32), k)
+        queries = np.ascontiguousarray(query_vectors, dtype=np.float32)
+        if self.meta is None or self.meta["index_type"] != "ivf_pq":
+            return index.search(queries, k)
+        _, rows = index.search(queries, min(k * self.config.pq_refine, index.ntotal))
+        found = rows >= 0
+        exact = np.full(rows.shape, -np.inf, dtype=np.float32)
+        if found.any():
+            exact[found] = np.einsum(
+                "ij,ij->i", self.vectors(rows[found]), np.repeat(queries, found.sum(1), 0)
+            )
+        order = np.argsort(-exact, axis=1, kind="stable")[:, :k]
+        top = np.take_along_axis(exact, order, 1)
+        return np.where(np.isfinite(top), top, 0.0), np.where(
+            np.isfinite(top), np.take_along_axis(rows, order, 1), -1
+        )
 
     def retrieve(self, query: str, k: int) -> list[Hit]:
         """Top-``k`` sentences by cosine similarity to ``query``, best first."""

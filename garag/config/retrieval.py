@@ -38,11 +38,15 @@ class DenseConfig(Section):
         model: "minilm" (the offline all-MiniLM-L6-v2 package), a hub id or a local path.
         batch_size: encoding batch size.
         device: "cpu", "cuda" or "auto".
-        index: "auto" (flat below ``flat_max``, else ``large_index``), "flat", "ivf" or "hnsw".
+        index: "auto" (flat below ``flat_max``, else ``large_index``), "flat", "ivf", "ivf_pq"
+            or "hnsw".
         flat_max: largest corpus indexed exactly with IndexFlatIP under "auto".
-        large_index: "ivf" or "hnsw", used above ``flat_max``.
-        ivf_nlist: IVF cells; 0 = 4*sqrt(N).
+        large_index: "ivf", "ivf_pq" or "hnsw", used above ``flat_max``.
+        ivf_nlist: IVF cells (ivf and ivf_pq); 0 = 4*sqrt(N).
         ivf_nprobe: IVF cells searched per query.
+        pq_m: ivf_pq: bytes per vector (sub-quantizers of 8 bits); must divide the dimension.
+        pq_refine: ivf_pq: ``k * pq_refine`` candidates are re-scored exactly from the stored
+            vectors before the top ``k`` are kept.
         hnsw_m, hnsw_ef_search: HNSW parameters.
         use_gpu: "auto" moves the index to a GPU when faiss-gpu and a GPU are present.
         title_prefix: encode "title: sentence".
@@ -52,11 +56,13 @@ class DenseConfig(Section):
     model: Str = "minilm"
     batch_size: Int = Field(128, ge=1)
     device: Literal["auto", "cpu", "cuda", "mps"] = "auto"
-    index: Literal["auto", "flat", "ivf", "hnsw"] = "auto"
+    index: Literal["auto", "flat", "ivf", "ivf_pq", "hnsw"] = "auto"
     flat_max: Int = Field(2_000_000, ge=1)
-    large_index: Literal["ivf", "hnsw"] = "hnsw"
+    large_index: Literal["ivf", "ivf_pq", "hnsw"] = "hnsw"
     ivf_nlist: Int = Field(0, ge=0)
     ivf_nprobe: Int = Field(32, ge=1)
+    pq_m: Int = Field(48, ge=1)
+    pq_refine: Int = Field(4, ge=1)
     hnsw_m: Int = Field(32, ge=2)
     hnsw_ef_search: Int = Field(128, ge=1)
     use_gpu: Literal["auto", "yes", "no"] = "auto"
@@ -137,7 +143,8 @@ class GraalConfig(Section):
         own_page_mentions: every sentence of a page also mentions the page's own entity.
         use_links: hyperlinks of the dump's ``lines`` are mentions.
         spacy_model: spaCy pipeline for parsing.
-        workers: parsing processes for the graph build.
+        workers: processes of the graph build (with disambiguation "words" each parses, links and
+            writes page partitions; with "minilm" they parse and this process links and writes).
         prior_weight: linker: weight of the popularity prior log(1 + page sentences).
         exact_bonus: linker: bonus of a page whose exact title is the mention.
         dense_weight: ranking: weight of the MiniLM cosine between claim and sentence.
