@@ -7,7 +7,10 @@ Parts (``--parts``); each runs in its own process, so that its peak RSS is its o
   its docstring says what the re-titling does to linking ambiguity).  Run when a later part needs it.
 * store: ``garag.store.build_store`` on that corpus.
 * graph: the GRAAL corpus graph over that store as ``garag index`` builds it (``GraalRetriever.build``
-  with configs/graph.yaml: parse=tagger, disambiguation=words), parsing in ``--workers`` processes.
+  with configs/graph.yaml: parse=tagger, disambiguation=words): ``--workers`` processes parse, link and
+  write page partitions that the driver merges.
+* pages: the page tables every graph worker holds (page ids, numbers, alias table) built for full
+  FEVER's 5.4M pages with distinct titles (needs the store), for the memory projection.
 * graal: GRAAL query latency for real FEVER claims on that graph: linking, path search and candidate
   collection without the encoder, then the MiniLM re-ranking with a cold and a warm embedding cache.
 * bm25, faiss: over recombined sentences (the first half of one real sentence and the second half of
@@ -22,7 +25,7 @@ one built with the same ``--sentences``/``--seed``/``--titles``/``--base-pages``
 ``<out>/scale.json`` (parts measured at another size are dropped) and ``<out>/scale.md`` is written
 from it, with the projection method.
 
-    python benchmarks/scale.py [--sentences 1000000] [--parts store,graph,graal,bm25,faiss] [--out DIR]
+    python benchmarks/scale.py [--sentences 1000000] [--parts store,graph,graal,pages,bm25,faiss] [--out DIR]
 """
 
 from __future__ import annotations
@@ -42,18 +45,23 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
-from scale_corpus import TITLES, projection, report, write_corpus
+from scale_corpus import FEVER_PAGES, TITLES, copy_id, projection, report, write_corpus
 
 REPO = Path(__file__).resolve().parent.parent
 OUT = REPO / "benchmarks" / "results"
 SEED = 20240601
-PARTS = ("store", "graph", "graal", "bm25", "faiss")
+PARTS = ("store", "graph", "graal", "pages", "bm25", "faiss")
 CHAIN = ("corpus", "store", "graph", "graal")  # each needs the one before it
 ONE_THREAD = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
 
 
 def _peak_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def _rss_mb() -> float:
+    """Resident memory now (not the peak)."""
+    return int(Path("/proc/self/statm").read_text().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
 
 
 def _cpu(who: int = resource.RUSAGE_SELF) -> float:
@@ -156,6 +164,12 @@ def part_graph(args: argparse.Namespace, work: Path) -> dict:
     q = "SELECT COUNT(*) FROM entity_stats WHERE n_mentions > ?"
     hubs = con.execute(q, (cfg.graal.hub_max_mentions,)).fetchone()[0]
     con.close()
+    from retrievers.graal.graph_store import GraphStore
+
+    rss = _rss_mb()
+    tables = GraphStore(path / "graph.db", readonly=True)  # what every worker and the driver hold
+    tables_mb = _rss_mb() - rss
+    del tables
     (work / "graph.json").write_text(json.dumps({"artifact": str(path)}), encoding="utf-8")
     return {
         "sentences": n,
@@ -170,7 +184,8 @@ def part_graph(args: argparse.Namespace, work: Path) -> dict:
         "parse_sentences_per_core_second": n / workers,
         "serial_sentences_per_core_second": n / parent,
         "cores_busy": (parent + workers) / wall,
-        "stage_seconds": {k: stats[f"{k}_seconds"] for k in ("parse", "link", "write")},
+        "stage_seconds": {k: stats[f"{k}_seconds"] for k in ("parse", "link", "write", "merge")},
+        "page_tables_mb": tables_mb,
         "mentions": stats["mentions"],
         "edges": stats["edges"],
         "hub_entities": hubs,
@@ -180,6 +195,32 @@ def part_graph(args: argparse.Namespace, work: Path) -> dict:
         if args.workers > 1
         else None,
         "graph_db_mb": (path / "graph.db").stat().st_size / 2**20,
+    }
+
+
+def part_pages(args: argparse.Namespace, work: Path) -> dict:
+    """The page tables a graph worker holds (page ids, their numbers, the alias table), built for
+    full FEVER's page count from the corpus's real page ids plus ``unique`` copies (every copy
+    has alias keys of its own, as distinct Wikipedia titles do)."""
+    from retrievers.graal.aliases import AliasTable
+
+    con = sqlite3.connect(work / "store.db")
+    base = [p for (p,) in con.execute("SELECT page FROM pages ORDER BY page_idx") if "copy_" not in p]
+    con.close()
+    rss, t = _rss_mb(), time.perf_counter()
+    names: list[str] = list(base)
+    k = 1
+    while len(names) < FEVER_PAGES:
+        names.extend(copy_id(p, k, "unique") for p in base[: FEVER_PAGES - len(names)])
+        k += 1
+    index = {p: i for i, p in enumerate(names)}
+    aliases = AliasTable.from_pages(names)
+    return {
+        "pages": len(names),
+        "alias_keys": len(aliases),
+        "seconds": time.perf_counter() - t,
+        "page_tables_mb": _rss_mb() - rss,
+        "index_entries": len(index),
     }
 
 
@@ -387,7 +428,7 @@ def _overlap(ids: np.ndarray, truth: np.ndarray) -> float:
 # -- driver -------------------------------------------------------------------------------------------
 
 RUN = {"corpus": part_corpus, "store": part_store, "graph": part_graph, "graal": part_graal,
-       "bm25": part_bm25, "faiss": part_faiss}  # fmt: skip
+       "pages": part_pages, "bm25": part_bm25, "faiss": part_faiss}  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -401,7 +442,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--sample", type=int, default=20_000, help="real sentences encoded for the FAISS part")
     ap.add_argument("--no-hnsw", action="store_true", help="skip the HNSW index (its 1M build is slow)")
-    ap.add_argument("--workers", type=int, default=2, help="parse processes of the graph build")
+    ap.add_argument("--workers", type=int, default=2, help="worker processes of the graph build")
     ap.add_argument("--titles", choices=TITLES, default="disambiguated", help="copy ids (scale_corpus.py)")
     ap.add_argument("--seed", type=int, default=SEED)
     ap.add_argument(

@@ -148,19 +148,23 @@ Time: a stage that runs in one process (SQLite store build, BM25 build and weigh
 training) takes its measured wall time x `g` whatever the cores; a stage that parallelises takes
 (CPU seconds measured x `g`) / cores it can use: MiniLM encoding uses every core of every machine
 (measured per core from process CPU time), FAISS IVF-PQ adds use the cores of one machine and grow
-as `g`^1.5 (nlist = 4 sqrt(N) centroids per assignment).  The graph build parses in worker processes
-(across machines through `garag index --engine ray`) while one driver process links and writes, so
-its time is max(driver CPU x `g`, (driver + workers CPU) x `g` / cores): the driver is the floor
-however many cores there are.  CPU times come from getrusage (RUSAGE_SELF for a part's process,
+as `g`^1.5 (nlist = 4 sqrt(N) centroids per assignment).  The graph build's workers (processes, or
+Ray actors across machines with `garag index --engine ray`) parse, link and write page partitions
+while one driver process registers pages and merges the partitions, so its time is max(driver CPU x
+`g`, (driver + workers CPU) x `g` / cores): the driver is the floor however many cores there
+are.  CPU times come from getrusage (RUSAGE_SELF for a part's process,
 RUSAGE_CHILDREN for its reaped workers).  Stages run one after another on the whole setup (store
 first: every index reads it); the total is their sum.  Linear scaling is an assumption: SQLite
 B-trees, alias tables and postings grow a little worse than linearly, so these are lower bounds
 for the serial stages.  Dense encoding on a GPU is projected only from a measured GPU rate.
-Memory: peak RSS per process.  Constant per worker: spaCy parse workers, MiniLM encoding
-workers.  Grows with the corpus: store build (page-id table, x pages), BM25 build (token matrix,
-x sentences), graph driver (alias table, page names, linker's page descriptions, x pages), FAISS
-(index bytes per vector x 25M, plus the training sample); projected as RSS before the stage +
-(peak - before) x growth."""
+Memory: peak RSS per process.  Constant per worker: MiniLM encoding workers.  Grows with the corpus:
+store build (page-id table, x pages), BM25 build (token matrix, x sentences), FAISS (index bytes per
+vector x 25M, plus the training sample); projected as RSS before the stage + (peak - before) x
+growth.  Graph workers and driver hold the page tables (page ids, their numbers, the alias table),
+measured directly at 5.4M pages with distinct titles (part `pages`); the linker's page cache and
+a partition's rows are bounded.  So a graph worker is projected as its measured peak - the page
+tables at the measured size + the tables at 5.4M pages, and the driver the same plus the rest of
+its growth (peak - before - tables) x pages (conservative: SQLite's cache is in that rest)."""
 
 
 def projection(parts: dict) -> dict:
@@ -222,12 +226,21 @@ def projection(parts: dict) -> dict:
             gr["parent_cpu_seconds"] * g,
             (gr["parent_cpu_seconds"] + gr["workers_cpu_seconds"]) * g,
         )
+        growth = FEVER_PAGES / gr["pages"]
+        tables, full = gr.get("page_tables_mb"), parts.get("pages", {}).get("page_tables_mb")
+        if tables is not None and full is not None:  # page tables measured at both sizes (METHOD)
+            rest = gr["peak_rss_mb_parent"] - gr["peak_rss_mb_before"] - tables
+            driver = (gr["peak_rss_mb_before"] + max(rest, 0) * growth + full) / 1024
+            worker = (gr["peak_rss_mb_worker"] - tables + full) / 1024 if gr["peak_rss_mb_worker"] else None
+        else:
+            driver = grown(gr["peak_rss_mb_before"], gr["peak_rss_mb_parent"], growth)
+            worker = (gr["peak_rss_mb_worker"] or 0) / 1024 or None
         stages["graph"] = {
             "hours": hours(lambda m, c: max(serial, work / (m * c))),
-            "rss_gb": grown(gr["peak_rss_mb_before"], gr["peak_rss_mb_parent"], FEVER_PAGES / gr["pages"]),
-            "rss_gb_worker": (gr["peak_rss_mb_worker"] or 0) / 1024 or None,
+            "rss_gb": driver,
+            "rss_gb_worker": worker,
             "disk_gb": gr["graph_db_mb"] * g / 1024,
-            "parallel": "parse: all cores; link+write: one driver",
+            "parallel": "parse, link, write: all cores; merge: one driver",
         }
     index_stages = [k for k in stages if k != "dense encode (GPU)"]
     totals = {k: sum(stages[s]["hours"][k] for s in index_stages) for k in SETUPS}
@@ -301,22 +314,30 @@ def report(res: dict) -> str:
         g = P["graph"]
         cpu = g["parent_cpu_seconds"] + g["workers_cpu_seconds"]
         L += [
-            f"| graph, {g['workers']} parse workers "
+            f"| graph, {g['workers']} workers "
             f"({g['settings']['parse']} + {g['settings']['disambiguation']}) "
             f"| {g['sentences']:,} | {g['seconds']:.1f} | {g['sentences_per_second']:,.0f} | {cpu:.1f} | "
             f"{g['sentences_per_cpu_second']:,.0f} | {g['peak_rss_mb_parent']:.0f} driver, "
             f"{g['peak_rss_mb_worker'] or 0:.0f} worker | {g['graph_db_mb']:.0f} |",
-            f"| graph: parse (workers) | | | | {g['workers_cpu_seconds']:.1f} | "
+            f"| graph: parse, link, write (workers) | | | | {g['workers_cpu_seconds']:.1f} | "
             f"{g['parse_sentences_per_core_second']:,.0f} | | |",
-            f"| graph: link + write (driver) | | | | {g['parent_cpu_seconds']:.1f} | "
+            f"| graph: register pages, merge partitions (driver) | | | | {g['parent_cpu_seconds']:.1f} | "
             f"{g['serial_sentences_per_core_second']:,.0f} | | |",
         ]
+        st = g["stage_seconds"]
         notes.append(
             f"Graph: {g['mentions']:,} mentions, {g['edges']:,} edges, {g['hub_entities']:,} entities over "
-            "the hub cap (graal.hub_max_mentions); the builder's clock in the driver: waiting for parses "
-            f"{g['stage_seconds']['parse']:.1f} s, link {g['stage_seconds']['link']:.1f} s, write "
-            f"{g['stage_seconds']['write']:.1f} s; "
-            f"{g['cores_busy']:.2f} cores busy on average."
+            "the hub cap (graal.hub_max_mentions); the workers' clocks, summed: parse "
+            f"{st['parse']:.1f} s, link {st['link']:.1f} s, write {st['write']:.1f} s; the driver's merges "
+            f"{st.get('merge', 0):.1f} s; {g['cores_busy']:.2f} cores busy on average; page tables "
+            f"(page ids, numbers, alias table) {g.get('page_tables_mb', 0):.0f} MB per process."
+        )
+    if "pages" in P:
+        pg = P["pages"]
+        notes.append(
+            f"Page tables at full-FEVER size (part `pages`): {pg['pages']:,} page ids with distinct titles, "
+            f"{pg['alias_keys']:,} alias keys: {pg['page_tables_mb']:,.0f} MB, built in "
+            f"{pg['seconds']:.0f} s (every graph worker and the driver hold them)."
         )
     if "bm25" in P:
         b = P["bm25"]

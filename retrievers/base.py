@@ -21,9 +21,10 @@ class IndexContext:
         cache_dir: root of all artifacts.
         fingerprint: corpus fingerprint (part of every artifact's hash).
         progress: show progress bars on long steps.
-        engine: where the graph build's workers run (``garag index --engine ray``: an object with
-            ``submit(payload) -> result with .get()``, ``in_flight`` and ``close()``); None = in
-            this process or its ``graal.workers`` processes.  It never changes an artifact.
+        engine: where the graph build's workers run (``garag index --engine ray``: a
+            ``retrievers.graal.ray_engine.RayEngine``, or anything with its ``parsers`` and
+            ``partitions`` pools); None = in this process or its ``graal.workers`` processes.  It
+            never changes an artifact.
         parent: the context of an already indexed corpus this one is an edit of (garag/corpus.py):
             an index missing here is derived from the parent's where that one exists.
         delta: where the parent's rows and pages are here (set with ``parent``).

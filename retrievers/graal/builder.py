@@ -17,6 +17,7 @@ ray``) the work splits by the disambiguation encoder:
 
 from __future__ import annotations
 
+import itertools
 import logging
 import multiprocessing
 import os
@@ -316,6 +317,10 @@ class GraphBuilder:
 
     def _build_partitions(self, pages: Iterator[tuple[str, list[Sentence]]]) -> None:
         """Workers build partitions into files beside the graph; they are merged in page order."""
+        parts = self._sentences(pages, self.partition_sentences)
+        first = next(parts, None)
+        if first is None:  # nothing to add (an edit that only removes pages): no workers started
+            return
         folder = self.graph.db_path.with_name(self.graph.db_path.name + ".parts")
         shutil.rmtree(folder, ignore_errors=True)
         folder.mkdir()
@@ -331,8 +336,7 @@ class GraphBuilder:
         with self.engine.partitions(
             str(pages_db), (p.model, p.extractor.name, p.mode), self.linker_options
         ) as pool:
-            parts = self._sentences(pages, self.partition_sentences)
-            for n, part in enumerate(parts):
+            for n, part in enumerate(itertools.chain([first], parts)):
                 out = folder / f"part-{n:06d}.db"
                 rows = [(i, s.id.line, s.text, s.links) for i, s in part]
                 ahead.append((out, pool.build(str(out), rows, self.chunk_size)))
