@@ -124,9 +124,9 @@ def verifier_artifact_dir(config: Config) -> Path:
         "retrieval": {
             "retrievers": fever_cfg.retrieval.retrievers,
             "fusion": fever_cfg.fusion.model_dump(),
-            "bm25": config.bm25.model_dump(),
-            "dense": config.dense.model_dump(),
-            "pages": config.pages.model_dump(),
+            "bm25": config.bm25.hash_dump(),
+            "dense": config.dense.hash_dump(),
+            "pages": config.pages.hash_dump(),
         },
         "train_pairs_sha256": file_sha256(_train_pairs_path(config)),
         "eval_claims_sha256": file_sha256(_eval_claims_path(config)),

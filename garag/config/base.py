@@ -57,11 +57,18 @@ class Section(BaseModel):
     # Keys added after artifacts and runs were hashed: left out of :meth:`hash_dump` while at
     # this default, so that what was built before they existed keeps its hash.
     HASH_OPTIONAL: ClassVar[dict[str, Any]] = {}
+    # Keys that change how something is built, never what: always left out of :meth:`hash_dump`.
+    NOT_HASHED: ClassVar[frozenset[str]] = frozenset()
 
     def hash_dump(self) -> dict:
-        """``model_dump()`` for hashing: :attr:`HASH_OPTIONAL` keys at their default are left out."""
+        """``model_dump()`` for hashing: :attr:`HASH_OPTIONAL` keys at their default and
+        :attr:`NOT_HASHED` keys are left out."""
         dump = self.model_dump()
-        return {k: v for k, v in dump.items() if k not in self.HASH_OPTIONAL or v != self.HASH_OPTIONAL[k]}
+        return {
+            k: v
+            for k, v in dump.items()
+            if k not in self.NOT_HASHED and (k not in self.HASH_OPTIONAL or v != self.HASH_OPTIONAL[k])
+        }
 
     def __init__(self, /, **data: Any) -> None:
         try:

@@ -53,6 +53,7 @@ class DenseConfig(Section):
     """
 
     section: ClassVar[str] = "dense"
+    HASH_OPTIONAL: ClassVar[dict[str, object]] = {"pq_m": 48, "pq_refine": 4}
     model: Str = "minilm"
     batch_size: Int = Field(128, ge=1)
     device: Literal["auto", "cpu", "cuda", "mps"] = "auto"
