@@ -18,7 +18,8 @@ Parts (``--parts``); each runs in its own process, so that its peak RSS is its o
   to encode on this 2-core CPU, so the FAISS part encodes a real sample with the offline MiniLM and
   makes the rest normalised mixtures of two real embeddings (same dimension and norm, a realistic
   spread); the encoder's throughput is measured on its own (per core from CPU time; on a GPU only
-  when one is present).
+  when one is present).  BM25 is built in shards of ``--bm25-shard-docs`` sentences at N and at N/2
+  (the growth per sentence), and its vocabulary's growth is fitted on the real sentences (Heaps).
 
 ``--workdir DIR`` keeps the corpus, store and graph for later runs (a part reuses what an earlier
 one built with the same ``--sentences``/``--seed``/``--titles``/``--base-pages``); results are merged into
@@ -41,6 +42,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import tracemalloc
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -275,18 +277,56 @@ def part_graal(args: argparse.Namespace, work: Path) -> dict:
 # -- BM25 and FAISS over recombined sentences ---------------------------------------------------------
 
 
-def part_bm25(args: argparse.Namespace, work: Path) -> dict:
+def _bm25_build(args: argparse.Namespace, n: int, out: Path) -> tuple[dict, object]:
+    """A sharded BM25 build (``BM25Index.build_saved``) of ``n`` recombined sentences into ``out``."""
     from garag.config import BM25Config
     from retrievers.bm25 import BM25Index
 
-    n = args.sentences
     base = _base_sentences()
+    shutil.rmtree(out, ignore_errors=True)
+    config = BM25Config(stemmer="", shard_docs=args.bm25_shard_docs)
     rss_before = _peak_mb()
     t = time.perf_counter()
-    index = BM25Index.build(generate(n, base), BM25Config(stemmer=""), progress=False, total=n)
+    index = BM25Index.build_saved(out, generate(n, base), config, progress=False, total=n)
     build_s = time.perf_counter() - t
-    index.save(work / "bm25")
-    peak_build = _peak_mb()
+    return {
+        "sentences": n,
+        "shard_docs": config.shard_docs,
+        "shards": -(-n // config.shard_docs),
+        "vocabulary": len(index._vocab),
+        "build_seconds": build_s,
+        "build_sentences_per_second": n / build_s,
+        "peak_rss_mb_before_build": rss_before,
+        "peak_rss_mb": _peak_mb(),
+        "index_mb": sum(f.stat().st_size for f in out.iterdir()) / 2**20,
+    }, index
+
+
+def part_bm25_half(args: argparse.Namespace, work: Path) -> dict:
+    """The same build at half the size (its own process), for the per-sentence memory growth."""
+    return _bm25_build(args, args.sentences, work / "bm25-half")[0]
+
+
+def part_bm25(args: argparse.Namespace, work: Path) -> dict:
+    from retrievers.bm25 import BM25Index
+
+    n = args.sentences
+    half = [
+        sys.executable,
+        __file__,
+        "--sentences",
+        str(n // 2),
+        "--bm25-shard-docs",
+        str(args.bm25_shard_docs),
+    ]
+    done = subprocess.run(
+        [*half, "--workdir", str(work), "--part", "bm25_half"], capture_output=True, text=True
+    )
+    if done.returncode:
+        sys.stderr.write(done.stderr[-5000:])
+        raise SystemExit(f"scale: bm25 at {n // 2} sentences failed (exit {done.returncode})")
+    shutil.rmtree(work / "bm25-half", ignore_errors=True)
+    result, index = _bm25_build(args, n, work / "bm25")
     del index
     loaded = BM25Index.load(work / "bm25", mmap=True)
     queries = _queries(args.queries)
@@ -299,18 +339,69 @@ def part_bm25(args: argparse.Namespace, work: Path) -> dict:
     t = time.perf_counter()
     loaded.search_many(queries, 100, n_threads=2)
     batch_qps = len(queries) / (time.perf_counter() - t)
-    size = sum(f.stat().st_size for f in (work / "bm25").iterdir())
     return {
-        "sentences": n,
-        "build_seconds": build_s,
-        "build_sentences_per_second": n / build_s,
-        "peak_rss_mb_before_build": rss_before,
-        "peak_rss_mb": peak_build,
-        "index_mb": size / 2**20,
+        **result,
+        "half": json.loads(done.stdout.strip().splitlines()[-1]),
+        "vocabulary_growth": _vocabulary_growth(),
         "queries_per_second_single": len(single) / (sum(single) / 1000),
         "single_query_ms": _stats(single),
         "queries_per_second_2_threads": batch_qps,
     }
+
+
+def _vocabulary_growth() -> dict:
+    """Heaps' law V = K n^beta for the BM25 vocabulary, fitted on prefixes of the real sentences
+    (shuffled, seeded; FEVER + HoVer pages with their titles, as indexed), and the memory of one
+    vocabulary word in the tokenizer (a str -> int dict, measured on as many made-up words of the
+    real words' lengths).  The recombined sentences reuse the real vocabulary, so the projection
+    adds the growth of the vocabulary from these."""
+    from garag.config import BM25Config
+    from retrievers.bm25_weights import _make_tokenizer
+
+    texts = _real_indexed_texts()
+    random.Random(SEED).shuffle(texts)
+    config = BM25Config()
+    tokenizer = _make_tokenizer(config.stopwords, config.stemmer)
+    sizes, vocab, done = [], [], 0
+    for k in range(6, -1, -1):
+        n = len(texts) >> k
+        for _ in tokenizer.streaming_tokenize(texts[done:n], update_vocab=True, allow_empty=True):
+            pass
+        done = n
+        sizes.append(n)
+        vocab.append(len(tokenizer.word_to_id))
+    beta, log_k = np.polyfit(np.log(sizes), np.log(vocab), 1)
+    words = list(tokenizer.word_to_id)
+    rng = random.Random(SEED)
+    letters = "abcdefghijklmnopqrstuvwxyz0123456789"
+    sample = [len(words[rng.randrange(len(words))]) for _ in range(200_000)]
+    tracemalloc.start()  # strings, ints above the small-int cache and the dict, as in bm25s
+    table = {
+        "".join(rng.choices(letters, k=max(n - 6, 1))) + f"{i:06d}": i + 1000 for i, n in enumerate(sample)
+    }
+    per_word = tracemalloc.get_traced_memory()[0] / len(table)
+    tracemalloc.stop()
+    del table
+    return {
+        "real_sentences": sizes,
+        "vocabulary": vocab,
+        "heaps_beta": float(beta),
+        "heaps_k": float(np.exp(log_k)),
+        "bytes_per_word": per_word,
+    }
+
+
+def _real_indexed_texts() -> list[str]:
+    from garag.datasets import fever, hover
+    from garag.wiki import iter_pages
+    from retrievers.bm25 import sentence_text
+
+    return [
+        sentence_text(p.id, t, True)
+        for data in (fever(), hover())
+        for p in iter_pages(data.corpus_path)
+        for _, t, _ in p.sentences()
+    ]
 
 
 def part_faiss(args: argparse.Namespace, work: Path) -> dict:
@@ -428,7 +519,7 @@ def _overlap(ids: np.ndarray, truth: np.ndarray) -> float:
 # -- driver -------------------------------------------------------------------------------------------
 
 RUN = {"corpus": part_corpus, "store": part_store, "graph": part_graph, "graal": part_graal,
-       "pages": part_pages, "bm25": part_bm25, "faiss": part_faiss}  # fmt: skip
+       "pages": part_pages, "bm25": part_bm25, "bm25_half": part_bm25_half, "faiss": part_faiss}  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -443,6 +534,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sample", type=int, default=20_000, help="real sentences encoded for the FAISS part")
     ap.add_argument("--no-hnsw", action="store_true", help="skip the HNSW index (its 1M build is slow)")
     ap.add_argument("--workers", type=int, default=2, help="worker processes of the graph build")
+    ap.add_argument(
+        "--bm25-shard-docs",
+        type=int,
+        default=250_000,
+        help="bm25.shard_docs of the BM25 part (shards on disk)",
+    )
     ap.add_argument("--titles", choices=TITLES, default="disambiguated", help="copy ids (scale_corpus.py)")
     ap.add_argument("--seed", type=int, default=SEED)
     ap.add_argument(

@@ -8,14 +8,21 @@ Building the matrix with numpy in document chunks instead of ``BM25.index``
 keeps peak memory at about 14 bytes per (document, term) pair; the test suite
 checks that the result equals ``BM25.index`` on the same tokens.
 
+A corpus longer than ``bm25.shard_docs`` documents is built shard by shard through disk
+(``build_saved``, retrievers/bm25_shards.py): memory then stays bounded whatever the corpus size,
+and the files are the same.
+
 ``BM25Retriever`` indexes every sentence of the store (optionally with its
 page title in front); document ``i`` of the index is store row ``i``.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
+import os
+import shutil
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -30,6 +37,7 @@ from garag.store import SentenceStore
 from garag.text import detokenize, page_to_title
 from garag.types import Hit
 from retrievers.base import IndexContext
+from retrievers.bm25_shards import Shard, merge_shards, write_shard
 from retrievers.bm25_weights import (
     _DELTA,
     _MATRIX_CHUNK,
@@ -46,6 +54,8 @@ logger = logging.getLogger(__name__)
 _META_FILE = "garag_bm25.json"
 _TF_FILE = "garag_tf.npy"  # term counts in the weights' order (for ``BM25Index.derive``)
 _LEN_FILE = "garag_doc_len.npy"
+_SHARDS = "shards.tmp"  # the shards of a sharded build, removed once merged
+_CSC_FILES = {"data": "data.csc.index.npy", "indices": "indices.csc.index.npy"}  # bm25s's names
 
 
 class BM25Index:
@@ -83,6 +93,80 @@ class BM25Index:
         tokenizer = _make_tokenizer(config.stopwords, config.stemmer)
         terms, tfs, doc_len, per_doc = _tokenise(tokenizer, texts, progress, total)
         return cls._weigh(terms, tfs, doc_len, per_doc, tokenizer, config, len(doc_len))
+
+    @classmethod
+    def build_saved(
+        cls,
+        path: str | Path,
+        texts: Iterable[str],
+        config: BM25Config,
+        progress: bool = False,
+        total: int | None = None,
+    ) -> BM25Index:
+        """``build`` + ``save`` into the new directory ``path``, in bounded memory for any corpus.
+
+        Up to ``config.shard_docs`` documents are indexed in memory as ``build`` does.  A longer
+        stream is tokenised in shards of that many documents whose postings are written to disk
+        and merged term by term (retrievers/bm25_shards.py); the index is then loaded back
+        memory-mapped.  The saved files hold the same arrays either way.
+
+        Raises:
+            ValueError: no texts, or an unknown stopword list / stemmer language.
+        """
+        path = Path(path)
+        tokenizer = _make_tokenizer(config.stopwords, config.stemmer)
+        docs = iter(texts)
+        first = _tokenise(tokenizer, itertools.islice(docs, config.shard_docs), progress, total)
+        after = next(docs, None)
+        if after is None:
+            index = cls._weigh(*first, tokenizer, config, len(first[2]))
+            index.save(path)
+            return index
+        work, done = path / _SHARDS, 0
+        shards: list[Shard] = []
+        lengths: list[np.ndarray] = []
+        part, docs = first, itertools.chain([after], docs)
+        while len(part[2]):
+            terms, tfs, doc_len, per_doc = part
+            n_terms = len(tokenizer.get_vocab_dict())
+            shards.append(write_shard(work / f"{len(shards):06d}", done, terms, tfs, per_doc, n_terms))
+            lengths.append(doc_len)
+            done += len(doc_len)
+            del part, terms, tfs, per_doc
+            left = None if total is None else max(total - done, 0)
+            part = _tokenise(tokenizer, itertools.islice(docs, config.shard_docs), progress, left)
+        doc_len = np.concatenate(lengths)
+        del lengths
+        vocab = dict(tokenizer.get_vocab_dict())
+        logger.info("bm25: %d documents in %d shards, %d terms", len(doc_len), len(shards), len(vocab))
+        final = {
+            "data": path / _CSC_FILES["data"],
+            "indices": path / _CSC_FILES["indices"],
+            "tf": path / _TF_FILE,
+        }
+        merged = {key: file.with_name(file.name + ".part") for key, file in final.items()}
+        indptr, nonocc = merge_shards(
+            shards, doc_len, len(vocab), config.method, config.k1, config.b, _DELTA, merged, _MATRIX_CHUNK
+        )
+        shutil.rmtree(work)
+        model = bm25s.BM25(k1=config.k1, b=config.b, delta=_DELTA, method=config.method, backend="numpy")
+        # bm25s writes the vocabulary and parameters; the merged arrays then replace its empty ones
+        model.scores = {
+            "data": np.empty(0, dtype=np.float32),
+            "indices": np.empty(0, dtype=np.int32),
+            "indptr": indptr,
+            "num_docs": len(doc_len),
+        }
+        model.nonoccurrence_array = nonocc
+        model.vocab_dict = vocab
+        index = cls(model, list(tokenizer.stopwords), config.stemmer)
+        index.save(path)
+        np.save(path / _LEN_FILE, doc_len)
+        for key, file in final.items():
+            os.replace(merged[key], file)
+        loaded = cls.load(path)
+        loaded.tokenised = len(doc_len)
+        return loaded
 
     @classmethod
     def derive(
@@ -233,8 +317,9 @@ class BM25Index:
                 index = cls.derive(parent, doc_map, new_texts, config, progress=ctx.progress)
             derived = index is not None
             if index is None:
-                index = cls.build(texts(), config, progress=ctx.progress, total=total)
-            index.save(tmp)
+                index = cls.build_saved(tmp, texts(), config, progress=ctx.progress, total=total)
+            else:
+                index.save(tmp)
             info = {
                 "documents": index.num_docs,
                 "vocabulary": len(index._vocab),

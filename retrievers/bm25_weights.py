@@ -94,6 +94,46 @@ def _seed_vocab(tokenizer: Tokenizer, vocab: dict[str, int]) -> None:
         tokenizer.word_to_stem = {"": ""}
 
 
+def term_weights(
+    df: np.ndarray, n_docs: int, avgdl: float, method: str, k1: float, b: float, delta: float = _DELTA
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """bm25s's idf of every term (float32) from its document frequency, and the non-occurrence
+    array of BM25L/BM25+ (else None)."""
+    idf = np.zeros(len(df), dtype=np.float64)
+    present = df > 0
+    distinct, inverse = np.unique(df[present], return_inverse=True)
+    idf_fn = _select_idf_scorer(method)
+    idf[present] = np.array([idf_fn(int(d), N=n_docs) for d in distinct], dtype=np.float64)[inverse]
+    nonocc = None
+    if method in _NONOCCURRENCE_METHODS:
+        tfc0 = _select_tfc_scorer(method)(tf_array=0, l_d=avgdl, l_avg=avgdl, k1=k1, b=b, delta=delta)
+        nonocc = np.where(present, idf * tfc0, 0.0).astype(np.float32)
+    return idf.astype(np.float32), nonocc
+
+
+def posting_weights(
+    terms: np.ndarray,
+    tfs: np.ndarray,
+    lengths: np.ndarray,
+    idf32: np.ndarray,
+    nonocc: np.ndarray | None,
+    avgdl: float,
+    method: str,
+    k1: float,
+    b: float,
+    delta: float = _DELTA,
+) -> np.ndarray:
+    """The weight of each (term, tf, document length) posting, as float32."""
+    # Same operand types and order as bm25s's per-document loop, so the float32 weights match.
+    tfc = _select_tfc_scorer(method)(
+        tf_array=tfs.astype(np.float32), l_d=lengths, l_avg=np.float64(avgdl), k1=k1, b=b, delta=delta
+    )
+    weights = idf32[terms] * tfc
+    if nonocc is not None:
+        weights = weights - nonocc[terms]
+    return weights
+
+
 def bm25_matrix(
     terms: np.ndarray,
     tfs: np.ndarray,
@@ -128,17 +168,7 @@ def bm25_matrix(
         raise ValueError(f"{n_docs} documents do not fit bm25s's int32 document ids")
     avgdl = float(doc_len.mean())
     df = np.bincount(terms, minlength=n_vocab)
-    idf = np.zeros(n_vocab, dtype=np.float64)
-    present = df > 0
-    distinct, inverse = np.unique(df[present], return_inverse=True)
-    idf_fn = _select_idf_scorer(method)
-    idf[present] = np.array([idf_fn(int(d), N=n_docs) for d in distinct], dtype=np.float64)[inverse]
-    idf32 = idf.astype(np.float32)
-    tfc_fn = _select_tfc_scorer(method)
-    nonocc = None
-    if method in _NONOCCURRENCE_METHODS:
-        tfc0 = tfc_fn(tf_array=0, l_d=avgdl, l_avg=avgdl, k1=k1, b=b, delta=delta)
-        nonocc = np.where(present, idf * tfc0, 0.0).astype(np.float32)
+    idf32, nonocc = term_weights(df, n_docs, avgdl, method, k1, b, delta)
 
     indptr = np.zeros(n_vocab + 1, dtype=np.int64)
     np.cumsum(df, out=indptr[1:])
@@ -153,18 +183,7 @@ def bm25_matrix(
         e1 = int(doc_end[d1 - 1])
         t = terms[e0:e1]
         docs = np.repeat(np.arange(d0, d1, dtype=np.int32), per_doc[d0:d1])
-        # Same operand types and order as bm25s's per-document loop, so the float32 weights match.
-        tfc = tfc_fn(
-            tf_array=tfs[e0:e1].astype(np.float32),
-            l_d=doc_len[docs],
-            l_avg=np.float64(avgdl),
-            k1=k1,
-            b=b,
-            delta=delta,
-        )
-        weights = idf32[t] * tfc
-        if nonocc is not None:
-            weights = weights - nonocc[t]
+        weights = posting_weights(t, tfs[e0:e1], doc_len[docs], idf32, nonocc, avgdl, method, k1, b, delta)
         # Counting sort into the columns: stable by term keeps each posting list in document order.
         order = np.argsort(t, kind="stable")
         ts = t[order]

@@ -20,15 +20,19 @@ class BM25Config(Section):
         stopwords: bm25s stopword list name ("en") or "" for none.
         stemmer: PyStemmer language ("english") or "" for none (none: better on HoVer, equal on FEVER).
         title_prefix: prepend the page title to each sentence before indexing.
+        shard_docs: documents tokenised per shard: a longer corpus is built shard by shard
+            through disk, merged term by term (bounded memory; the same index).
     """
 
     section: ClassVar[str] = "bm25"
+    NOT_HASHED: ClassVar[frozenset[str]] = frozenset({"shard_docs"})
     method: Literal["lucene", "robertson", "atire", "bm25l", "bm25+"] = "lucene"
     k1: Float = Field(1.5, gt=0, le=100)
     b: Float = Field(0.75, ge=0, le=1)
     stopwords: Str = "en"
     stemmer: Str = ""
     title_prefix: Bool = True
+    shard_docs: Int = Field(250_000, ge=1)
 
 
 class DenseConfig(Section):

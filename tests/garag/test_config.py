@@ -212,6 +212,8 @@ def test_keys_added_later_leave_old_hashes_alone() -> None:
     # set away from its default, a new key counts
     assert run_hash(load_config("configs/baseline.yaml", ["data.part=tune"])) != "564be8d3bf1cda07"
     assert run_hash(load_config("configs/baseline.yaml", ["dense.pq_m=32"])) != "564be8d3bf1cda07"
+    # how BM25 is built (in shards or at once) is never part of a hash: the index is the same
+    assert run_hash(load_config("configs/baseline.yaml", ["bm25.shard_docs=5"])) == "564be8d3bf1cda07"
     assert (
         verifier_artifact_dir(load_config(None, ["train.compositional=1"])).name
         != "verifier-b0424bf1807375cf"

@@ -208,6 +208,34 @@ def test_parity_with_rank_bm25_okapi():
     assert compared >= 40
 
 
+@pytest.mark.skipif(not FEVER_PAGES.is_file(), reason="FEVER data not present")
+@pytest.mark.parametrize(("method", "stemmer"), [("lucene", ""), ("bm25+", "english")])
+def test_sharded_build_writes_the_same_files_as_a_one_shot_build(
+    tmp_path: Path, monkeypatch, method: str, stemmer: str
+):
+    """Above bm25.shard_docs documents the build tokenises shards to disk and merges them term by
+    term in blocks: the directory it saves is byte for byte the one-shot build's (weights,
+    documents, column pointers, vocabulary, the term counts and lengths that ``derive`` reads)."""
+    texts, claims, _ = _fever_sample(300)
+    texts += ["", "Zyxwv quokkas"]  # an empty document, and words first seen in the last shard
+    config = BM25Config(method=method, stemmer=stemmer)
+    one = BM25Index.build_saved(tmp_path / "one", texts, config)
+    assert not isinstance(one.model.scores["data"], np.memmap)  # under shard_docs: built in memory
+    monkeypatch.setattr(bm25_module, "_MATRIX_CHUNK", 50)  # many merge blocks, some of one term
+    sharded_config = config.model_copy(update={"shard_docs": 64})
+    sharded = BM25Index.build_saved(tmp_path / "sharded", iter(texts), sharded_config, total=len(texts))
+    assert sharded.tokenised == len(texts) == 302 and sharded.num_docs == 302
+    names = sorted(p.name for p in (tmp_path / "one").iterdir())
+    assert names == sorted(p.name for p in (tmp_path / "sharded").iterdir())  # shards.tmp removed
+    assert {"data.csc.index.npy", "garag_tf.npy", "garag_doc_len.npy", "vocab.index.json"} <= set(names)
+    for name in names:
+        assert (tmp_path / "one" / name).read_bytes() == (tmp_path / "sharded" / name).read_bytes(), name
+    for query in [*claims[:5], "quokkas"]:
+        for a, b in zip(one.search(query, 20), sharded.search(query, 20), strict=True):
+            assert np.array_equal(a, b)
+    assert sharded.search("quokkas", 3)[0].tolist() == [301]
+
+
 @pytest.mark.parametrize(
     ("method", "stemmer", "stopwords"), [("lucene", "", "en"), ("lucene", "english", "en"), ("bm25+", "", "")]
 )

@@ -1,0 +1,159 @@
+"""BM25 built shard by shard through disk: bounded memory for a corpus of any size.
+
+One tokenizer reads the whole document stream, so term ids are those of a one-shot build (order
+of first occurrence).  Every ``shard_docs`` documents, the shard's postings are counting-sorted by
+term and written as raw files (``ShardWriter``).  ``merge_shards`` then walks the vocabulary in
+blocks of about ``chunk`` postings: a shard's postings of a block are one contiguous slice of its
+files (its columns are in term order); the slices of all shards are laid side by side term by
+term (shards in document order, so every posting list stays in document order), weighted with
+the corpus-wide document frequencies and lengths, and appended to the index's ``.npy`` files.
+
+What is held in memory besides one shard or one block: the document lengths (4 bytes per
+document), the document frequencies and the tokenizer's vocabulary.  The arrays written are the
+ones ``bm25_matrix`` computes for the whole corpus at once (tests/retrievers/test_bm25.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from retrievers.bm25_weights import posting_weights, term_weights
+
+_INDPTR, _DOCS, _TFS = "indptr.i64", "docs.i32", "tf.u16"
+
+
+@dataclass(frozen=True)
+class Shard:
+    """One shard's postings on disk: column pointers over its vocabulary, then document ids
+    (shard-local) and term counts in term order."""
+
+    path: Path
+    first_doc: int
+    n_docs: int
+    n_terms: int  # vocabulary size when the shard was written
+
+    def indptr(self, t0: int, t1: int) -> np.ndarray:
+        """Column pointers of terms ``t0 .. t1`` (``t1 - t0 + 1`` values; ``t1 <= n_terms``)."""
+        return np.fromfile(self.path / _INDPTR, dtype=np.int64, count=t1 - t0 + 1, offset=8 * t0)
+
+    def postings(self, start: int, end: int) -> tuple[np.ndarray, np.ndarray]:
+        """Corpus-wide document ids and term counts of postings ``start .. end - 1``."""
+        docs = np.fromfile(self.path / _DOCS, dtype=np.int32, count=end - start, offset=4 * start)
+        tfs = np.fromfile(self.path / _TFS, dtype=np.uint16, count=end - start, offset=2 * start)
+        return docs + np.int32(self.first_doc), tfs
+
+
+def write_shard(
+    path: Path, first_doc: int, terms: np.ndarray, tfs: np.ndarray, per_doc: np.ndarray, n_terms: int
+) -> Shard:
+    """Write document-grouped postings (``_chunk_postings``'s arrays) as a shard in term order."""
+    path.mkdir(parents=True)
+    order = np.argsort(terms, kind="stable")  # stable: documents stay in order within a term
+    indptr = np.zeros(n_terms + 1, dtype=np.int64)
+    np.cumsum(np.bincount(terms, minlength=n_terms), out=indptr[1:])
+    indptr.tofile(path / _INDPTR)
+    np.repeat(np.arange(len(per_doc), dtype=np.int32), per_doc)[order].tofile(path / _DOCS)
+    tfs[order].tofile(path / _TFS)
+    return Shard(path, first_doc, len(per_doc), n_terms)
+
+
+class NpyWriter:
+    """A 1-d ``.npy`` file of known length written block by block (nothing held in memory)."""
+
+    def __init__(self, path: Path, dtype: type, length: int) -> None:
+        self.path, self.dtype, self.length, self.written = path, np.dtype(dtype), length, 0
+        self._file = open(path, "wb")  # noqa: SIM115 - closed by close()
+        header = {
+            "descr": np.lib.format.dtype_to_descr(self.dtype),
+            "fortran_order": False,
+            "shape": (length,),
+        }
+        np.lib.format.write_array_header_1_0(self._file, header)
+
+    def write(self, values: np.ndarray) -> None:
+        np.ascontiguousarray(values, dtype=self.dtype).tofile(self._file)
+        self.written += len(values)
+
+    def close(self) -> None:
+        self._file.close()
+        if self.written != self.length:
+            raise RuntimeError(f"{self.path}: wrote {self.written} values, expected {self.length}")
+
+
+def merge_shards(
+    shards: list[Shard],
+    doc_len: np.ndarray,
+    n_vocab: int,
+    method: str,
+    k1: float,
+    b: float,
+    delta: float,
+    out: dict[str, Path],
+    chunk: int,
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """Merge shards into the CSC arrays of the whole corpus, written to ``out``'s files.
+
+    Args:
+        shards: in document order, covering documents ``0 .. len(doc_len) - 1``.
+        doc_len: every document's length in tokens.
+        n_vocab: vocabulary size after the last shard.
+        method, k1, b, delta: bm25s's scoring parameters.
+        out: file for each array: ``data`` (float32 weights), ``indices`` (int32 documents),
+            ``tf`` (uint16 term counts in the same order).
+        chunk: postings merged per block (one term's postings always go in one block).
+
+    Returns:
+        The column pointers (int64, ``n_vocab + 1``) and the non-occurrence array of BM25L/BM25+.
+    """
+    n_docs = len(doc_len)
+    if n_docs >= 2**31:
+        raise ValueError(f"{n_docs} documents do not fit bm25s's int32 document ids")
+    avgdl = float(doc_len.mean())
+    df = np.zeros(n_vocab, dtype=np.int64)
+    for shard in shards:
+        df[: shard.n_terms] += np.diff(shard.indptr(0, shard.n_terms))
+    idf32, nonocc = term_weights(df, n_docs, avgdl, method, k1, b, delta)
+    indptr = np.zeros(n_vocab + 1, dtype=np.int64)
+    np.cumsum(df, out=indptr[1:])
+    del df
+    writers = {key: NpyWriter(out[key], dtype, int(indptr[-1])) for key, dtype in _ARRAYS.items()}
+    try:
+        t0 = 0
+        while t0 < n_vocab:
+            t1 = int(np.searchsorted(indptr, indptr[t0] + chunk, side="right")) - 1
+            t1 = min(max(t1, t0 + 1), n_vocab)
+            terms, docs, tfs = _block(shards, t0, t1)
+            weights = posting_weights(terms, tfs, doc_len[docs], idf32, nonocc, avgdl, method, k1, b, delta)
+            writers["data"].write(weights)
+            writers["indices"].write(docs)
+            writers["tf"].write(tfs)
+            t0 = t1
+    finally:
+        for writer in writers.values():
+            writer.close()
+    return indptr, nonocc
+
+
+_ARRAYS = {"data": np.float32, "indices": np.int32, "tf": np.uint16}
+
+
+def _block(shards: list[Shard], t0: int, t1: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """All shards' postings of terms ``t0 .. t1 - 1``, by term, documents in order within each."""
+    terms, docs, tfs = [], [], []
+    for shard in shards:
+        hi = min(t1, shard.n_terms)
+        if hi <= t0:
+            continue
+        ptr = shard.indptr(t0, hi)
+        d, f = shard.postings(int(ptr[0]), int(ptr[-1]))
+        terms.append(np.repeat(np.arange(t0, hi, dtype=np.int32), np.diff(ptr)))
+        docs.append(d)
+        tfs.append(f)
+    if not terms:
+        return np.empty(0, dtype=np.int32), np.empty(0, dtype=np.int32), np.empty(0, dtype=np.uint16)
+    all_terms = np.concatenate(terms)
+    order = np.argsort(all_terms, kind="stable")  # stable: shards are in document order
+    return all_terms[order], np.concatenate(docs)[order], np.concatenate(tfs)[order]
