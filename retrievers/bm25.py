@@ -21,15 +21,18 @@ from __future__ import annotations
 import itertools
 import json
 import logging
+import multiprocessing
 import os
 import shutil
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from pathlib import Path
 
 import bm25s
 import numpy as np
 from bm25s.tokenization import Tokenizer
+from tqdm import tqdm
 
 from garag.artifacts import build_artifact
 from garag.config import BM25Config
@@ -37,7 +40,7 @@ from garag.store import SentenceStore
 from garag.text import detokenize, page_to_title
 from garag.types import Hit
 from retrievers.base import IndexContext
-from retrievers.bm25_shards import Shard, merge_shards, write_shard
+from retrievers.bm25_shards import Shard, Vocabulary, merge_shards, tokenise_shard, write_shard
 from retrievers.bm25_weights import (
     _DELTA,
     _MATRIX_CHUNK,
@@ -106,9 +109,10 @@ class BM25Index:
         """``build`` + ``save`` into the new directory ``path``, in bounded memory for any corpus.
 
         Up to ``config.shard_docs`` documents are indexed in memory as ``build`` does.  A longer
-        stream is tokenised in shards of that many documents whose postings are written to disk
-        and merged term by term (retrievers/bm25_shards.py); the index is then loaded back
-        memory-mapped.  The saved files hold the same arrays either way.
+        stream is tokenised in shards of that many documents (``config.workers`` processes at a
+        time) whose postings are written to disk and merged term by term
+        (retrievers/bm25_shards.py); the index is then loaded back memory-mapped.  The saved files
+        are the same either way.
 
         Raises:
             ValueError: no texts, or an unknown stopword list / stemmer language.
@@ -122,22 +126,23 @@ class BM25Index:
             index = cls._weigh(*first, tokenizer, config, len(first[2]))
             index.save(path)
             return index
-        work, done = path / _SHARDS, 0
+        work, done, vocabulary = path / _SHARDS, 0, Vocabulary()
         shards: list[Shard] = []
         lengths: list[np.ndarray] = []
-        part, docs = first, itertools.chain([after], docs)
-        while len(part[2]):
-            terms, tfs, doc_len, per_doc = part
-            n_terms = len(tokenizer.get_vocab_dict())
-            shards.append(write_shard(work / f"{len(shards):06d}", done, terms, tfs, per_doc, n_terms))
+        first_shard = (list(tokenizer.get_vocab_dict()), *first)
+        rest = _shards(itertools.chain([after], docs), config)
+        bar = tqdm(total=total, desc="bm25: shards", unit=" docs", disable=not progress, mininterval=1.0)
+        for words, terms, tfs, doc_len, per_doc in itertools.chain([first_shard], rest):
+            terms = vocabulary.renumber(words, terms)
+            shard = write_shard(work / f"{len(shards):06d}", done, terms, tfs, per_doc, len(vocabulary.ids))
+            shards.append(shard)
             lengths.append(doc_len)
             done += len(doc_len)
-            del part, terms, tfs, per_doc
-            left = None if total is None else max(total - done, 0)
-            part = _tokenise(tokenizer, itertools.islice(docs, config.shard_docs), progress, left)
+            bar.update(len(doc_len))
+        bar.close()
         doc_len = np.concatenate(lengths)
         del lengths
-        vocab = dict(tokenizer.get_vocab_dict())
+        vocab = vocabulary.ids
         logger.info("bm25: %d documents in %d shards, %d terms", len(doc_len), len(shards), len(vocab))
         final = {
             "data": path / _CSC_FILES["data"],
@@ -454,6 +459,28 @@ class BM25Index:
         if self.model.nonoccurrence_array is not None:
             out += np.float32(self._baseline(ids))
         return out
+
+
+def _shards(
+    texts: Iterator[str], config: BM25Config
+) -> Iterator[tuple[list[str], np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
+    """``tokenise_shard`` of every ``config.shard_docs`` texts, in order: here, or in
+    ``config.workers`` spawned processes with at most one shard per worker waiting."""
+    batches = iter(lambda: list(itertools.islice(texts, config.shard_docs)), [])
+    if config.workers <= 1:
+        for batch in batches:
+            yield tokenise_shard(batch, config.stopwords, config.stemmer)
+        return
+    ctx = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(config.workers, mp_context=ctx) as pool:
+        pending: deque = deque()
+        for batch in batches:
+            pending.append(pool.submit(tokenise_shard, batch, config.stopwords, config.stemmer))
+            del batch
+            if len(pending) > config.workers:
+                yield pending.popleft().result()
+        while pending:
+            yield pending.popleft().result()
 
 
 def sentence_text(page: str, text: str, title_prefix: bool) -> str:

@@ -1,16 +1,19 @@
 """BM25 built shard by shard through disk: bounded memory for a corpus of any size.
 
-One tokenizer reads the whole document stream, so term ids are those of a one-shot build (order
-of first occurrence).  Every ``shard_docs`` documents, the shard's postings are counting-sorted by
-term and written as raw files (``ShardWriter``).  ``merge_shards`` then walks the vocabulary in
-blocks of about ``chunk`` postings: a shard's postings of a block are one contiguous slice of its
-files (its columns are in term order); the slices of all shards are laid side by side term by
-term (shards in document order, so every posting list stays in document order), weighted with
-the corpus-wide document frequencies and lengths, and appended to the index's ``.npy`` files.
+Each shard of ``shard_docs`` documents is tokenised with a fresh tokenizer (``tokenise_shard``:
+in this process, or in ``bm25.workers`` processes at once); ``Vocabulary`` numbers the shards'
+words in shard order, each shard's in its own order of first occurrence, which is exactly the
+numbering of one tokenizer reading the whole stream.  A shard's postings, renumbered, are
+counting-sorted by term and written as raw files (``write_shard``).  ``merge_shards`` then walks
+the vocabulary in blocks of about ``chunk`` postings: a shard's postings of a block are one
+contiguous slice of its files (its columns are in term order); the slices of all shards are laid
+side by side term by term (shards in document order, so every posting list stays in document
+order), weighted with the corpus-wide document frequencies and lengths, and appended to the
+index's ``.npy`` files.
 
-What is held in memory besides one shard or one block: the document lengths (4 bytes per
-document), the document frequencies and the tokenizer's vocabulary.  The arrays written are the
-ones ``bm25_matrix`` computes for the whole corpus at once (tests/retrievers/test_bm25.py).
+What is held in memory besides a few shards or one block: the document lengths (4 bytes per
+document), the document frequencies and the vocabulary.  The files written are the ones
+``BM25Index.build`` + ``save`` writes for the whole corpus at once (tests/retrievers/test_bm25.py).
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from retrievers.bm25_weights import posting_weights, term_weights
+from retrievers.bm25_weights import _make_tokenizer, _tokenise, posting_weights, term_weights
 
 _INDPTR, _DOCS, _TFS = "indptr.i64", "docs.i32", "tf.u16"
 
@@ -44,6 +47,30 @@ class Shard:
         docs = np.fromfile(self.path / _DOCS, dtype=np.int32, count=end - start, offset=4 * start)
         tfs = np.fromfile(self.path / _TFS, dtype=np.uint16, count=end - start, offset=2 * start)
         return docs + np.int32(self.first_doc), tfs
+
+
+def tokenise_shard(
+    texts: list[str], stopwords: str | list[str], stemmer: str
+) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """One shard's postings (``_chunk_postings``'s arrays) under a tokenizer of its own, and its
+    vocabulary: word (or stem) of local term id ``i`` at position ``i``."""
+    tokenizer = _make_tokenizer(stopwords, stemmer)
+    terms, tfs, doc_len, per_doc = _tokenise(tokenizer, texts, False, None)
+    return list(tokenizer.get_vocab_dict()), terms, tfs, doc_len, per_doc
+
+
+class Vocabulary:
+    """Global term ids of the shards' words, numbered in shard order as one tokenizer would."""
+
+    def __init__(self) -> None:
+        self.ids: dict[str, int] = {}
+
+    def renumber(self, words: list[str], terms: np.ndarray) -> np.ndarray:
+        """A shard's local term ids (``terms``, over ``words``) as global ones; new words get the
+        next ids in the shard's order."""
+        ids = self.ids
+        table = np.fromiter((ids.setdefault(w, len(ids)) for w in words), dtype=np.int32, count=len(words))
+        return table[terms]
 
 
 def write_shard(

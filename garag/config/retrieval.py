@@ -22,10 +22,11 @@ class BM25Config(Section):
         title_prefix: prepend the page title to each sentence before indexing.
         shard_docs: documents tokenised per shard: a longer corpus is built shard by shard
             through disk, merged term by term (bounded memory; the same index).
+        workers: processes tokenising shards at once (the same index whatever the number).
     """
 
     section: ClassVar[str] = "bm25"
-    NOT_HASHED: ClassVar[frozenset[str]] = frozenset({"shard_docs"})
+    NOT_HASHED: ClassVar[frozenset[str]] = frozenset({"shard_docs", "workers"})
     method: Literal["lucene", "robertson", "atire", "bm25l", "bm25+"] = "lucene"
     k1: Float = Field(1.5, gt=0, le=100)
     b: Float = Field(0.75, ge=0, le=1)
@@ -33,6 +34,7 @@ class BM25Config(Section):
     stemmer: Str = ""
     title_prefix: Bool = True
     shard_docs: Int = Field(250_000, ge=1)
+    workers: Int = Field(1, ge=1)
 
 
 class DenseConfig(Section):

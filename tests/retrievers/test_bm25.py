@@ -209,12 +209,13 @@ def test_parity_with_rank_bm25_okapi():
 
 
 @pytest.mark.skipif(not FEVER_PAGES.is_file(), reason="FEVER data not present")
-@pytest.mark.parametrize(("method", "stemmer"), [("lucene", ""), ("bm25+", "english")])
+@pytest.mark.parametrize(("method", "stemmer", "workers"), [("lucene", "", 2), ("bm25+", "english", 1)])
 def test_sharded_build_writes_the_same_files_as_a_one_shot_build(
-    tmp_path: Path, monkeypatch, method: str, stemmer: str
+    tmp_path: Path, monkeypatch, method: str, stemmer: str, workers: int
 ):
-    """Above bm25.shard_docs documents the build tokenises shards to disk and merges them term by
-    term in blocks: the directory it saves is byte for byte the one-shot build's (weights,
+    """Above bm25.shard_docs documents the build tokenises shards (each with a tokenizer of its
+    own, here or in worker processes), renumbers their words, writes them to disk and merges them
+    term by term in blocks: the directory it saves is byte for byte the one-shot build's (weights,
     documents, column pointers, vocabulary, the term counts and lengths that ``derive`` reads)."""
     texts, claims, _ = _fever_sample(300)
     texts += ["", "Zyxwv quokkas"]  # an empty document, and words first seen in the last shard
@@ -222,7 +223,7 @@ def test_sharded_build_writes_the_same_files_as_a_one_shot_build(
     one = BM25Index.build_saved(tmp_path / "one", texts, config)
     assert not isinstance(one.model.scores["data"], np.memmap)  # under shard_docs: built in memory
     monkeypatch.setattr(bm25_module, "_MATRIX_CHUNK", 50)  # many merge blocks, some of one term
-    sharded_config = config.model_copy(update={"shard_docs": 64})
+    sharded_config = config.model_copy(update={"shard_docs": 64, "workers": workers})
     sharded = BM25Index.build_saved(tmp_path / "sharded", iter(texts), sharded_config, total=len(texts))
     assert sharded.tokenised == len(texts) == 302 and sharded.num_docs == 302
     names = sorted(p.name for p in (tmp_path / "one").iterdir())
