@@ -7,6 +7,7 @@ retrievers (BM25, FAISS) store row ids and resolve them here.
 
 from __future__ import annotations
 
+import itertools
 import json
 import sqlite3
 from collections.abc import Iterable, Iterator
@@ -309,6 +310,34 @@ class SentenceStore:
                 return
             for r, p, text in batch:
                 yield r, names[p], text
+
+    def iter_page_meta(self, first: int = 0) -> Iterator[tuple[str, int, str]]:
+        """Stream ``(page, sentences, first sentence's text or "")`` in page order from page
+        ``first`` on, without loading the page index."""
+        cur = self.con.execute(
+            "SELECT p.page, p.n_sentences, s.text FROM pages p LEFT JOIN sentences s ON s.row = p.first_row "
+            "WHERE p.page_idx >= ? ORDER BY p.page_idx",
+            (first,),
+        )
+        for page, n, text in cur:
+            yield page, n, text or ""
+
+    def iter_pages(self, first: int = 0) -> Iterator[tuple[str, list[Sentence]]]:
+        """Stream ``(page, sentences)`` of the pages that have sentences, in page order from page
+        ``first`` on, without loading the page index."""
+        cur = self.con.execute(
+            "SELECT p.page, s.line, s.text, s.links FROM sentences s JOIN pages p ON p.page_idx = s.page_idx "
+            "WHERE s.page_idx >= ? ORDER BY s.page_idx, s.line",
+            (first,),
+        )
+        for page, rows in itertools.groupby(cur, key=lambda r: r[0]):
+            yield (
+                page,
+                [
+                    Sentence(SentenceId(page, line), text, tuple(json.loads(links)) if links else ())
+                    for _, line, text, links in rows
+                ],
+            )
 
     def iter_pages_text(self, first: int = 0) -> Iterator[tuple[int, str, list[str]]]:
         """Stream ``(page_idx, page, [sentence texts])`` in page order from page ``first`` on, for

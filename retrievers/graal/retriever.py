@@ -167,21 +167,6 @@ class GraalRetriever:
                 shutil.copyfile(parent / GRAPH_DB, graph_db)
                 first, drop = self.ctx.delta.kept_pages, set(self.ctx.delta.dropped)
             graph = GraphStore(graph_db)
-            names = store.page_names()[first:]
-            chunks = [names[i : i + 500] for i in range(0, len(names), 500)]
-
-            def meta():  # noqa: ANN202
-                for chunk in chunks:
-                    by_page = store.pages(chunk)
-                    for p in chunk:
-                        s = by_page.get(p, [])
-                        yield p, len(s), s[0].text if s else ""
-
-            def stream():  # noqa: ANN202
-                for chunk in chunks:
-                    by_page = store.pages(chunk)
-                    yield from ((p, by_page[p]) for p in chunk if p in by_page)
-
             builder = GraphBuilder(
                 graph,
                 self.parser,
@@ -190,7 +175,8 @@ class GraalRetriever:
                 progress=self.ctx.progress,
                 engine=self.ctx.engine,
             )
-            stats = builder.edit(drop, meta(), stream)
+            # streamed from the store in page order (its page index is not loaded: memory at scale)
+            stats = builder.edit(drop, store.iter_page_meta(first), lambda: store.iter_pages(first))
             graph.close()
             logger.info("graal graph: %s", stats.to_dict())
             derived = {"derived_from": parent.name} if parent is not None else {}

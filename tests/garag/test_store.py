@@ -35,6 +35,34 @@ def test_pages_text_stream_groups_by_page(tiny_store: SentenceStore):
     assert len(pages["The_Beatles"]) == 3
 
 
+def test_page_streams_equal_the_page_lookups_without_the_page_index(tmp_path: Path):
+    """What the graph build streams: pages in order (from any page on), with their sentences and
+    links, and each page's sentence count and first sentence, an empty page included."""
+    f = tmp_path / "w.jsonl"
+    pages = [
+        {"id": "A", "lines": "0\tA is a letter .\n1\t\n2\tIt links to B .\tB\tB"},
+        {"id": "Empty", "lines": ""},
+        {"id": "B", "lines": "0\tB follows A ."},
+        {"id": "C", "lines": "0\tC is third .\n1\tC is round ."},
+    ]
+    f.write_text("".join(json.dumps(p) + "\n" for p in pages))
+    build_store(f, tmp_path / "s.db", progress=False)
+    lookups = SentenceStore(tmp_path / "s.db")
+    names = lookups.page_names()
+    assert names == ["A", "Empty", "B", "C"]
+    store = SentenceStore(tmp_path / "s.db")  # the streams' own store: they never load its page index
+    for first in (0, 1, 3):
+        by_page = lookups.pages(names[first:])
+        meta = [
+            (p, len(by_page.get(p, [])), by_page[p][0].text if p in by_page else "") for p in names[first:]
+        ]
+        assert list(store.iter_pages(first)) == [(p, by_page[p]) for p in names[first:] if p in by_page]
+        assert list(store.iter_page_meta(first)) == meta
+        assert store._page_idx is None
+    assert list(store.iter_pages(0))[0][1][1].links == ("B", "B")
+    assert ("Empty", 0, "") in list(store.iter_page_meta(0))
+
+
 def test_duplicate_page_is_an_error(tmp_path: Path):
     f = tmp_path / "w.jsonl"
     f.write_text(
