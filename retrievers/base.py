@@ -21,10 +21,10 @@ class IndexContext:
         cache_dir: root of all artifacts.
         fingerprint: corpus fingerprint (part of every artifact's hash).
         progress: show progress bars on long steps.
-        engine: where the graph build's workers run (``garag index --engine ray``: a
-            ``retrievers.graal.ray_engine.RayEngine``, or anything with its ``parsers`` and
-            ``partitions`` pools); None = in this process or its ``graal.workers`` processes.  It
-            never changes an artifact.
+        engine: where the index builds' workers run (``garag index --engine ray``: a
+            ``retrievers.graal.ray_engine.RayEngine``: graph ``parsers`` and ``partitions``, BM25
+            shard ``tokenisers``, dense ``encoders``); None = in this process or its
+            ``graal.workers`` / ``bm25.workers`` processes.  It never changes an artifact.
         parent: the context of an already indexed corpus this one is an edit of (garag/corpus.py):
             an index missing here is derived from the parent's where that one exists.
         delta: where the parent's rows and pages are here (set with ``parent``).

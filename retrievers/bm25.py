@@ -21,13 +21,13 @@ from __future__ import annotations
 import itertools
 import json
 import logging
-import multiprocessing
 import os
 import shutil
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import bm25s
 import numpy as np
@@ -40,7 +40,14 @@ from garag.store import SentenceStore
 from garag.text import detokenize, page_to_title
 from garag.types import Hit
 from retrievers.base import IndexContext
-from retrievers.bm25_shards import Shard, Vocabulary, merge_shards, tokenise_shard, write_shard
+from retrievers.bm25_shards import (
+    ProcessTokenisers,
+    Shard,
+    Vocabulary,
+    merge_shards,
+    tokenise_shard,
+    write_shard,
+)
 from retrievers.bm25_weights import (
     _DELTA,
     _MATRIX_CHUNK,
@@ -105,14 +112,15 @@ class BM25Index:
         config: BM25Config,
         progress: bool = False,
         total: int | None = None,
+        engine: Any = None,
     ) -> BM25Index:
         """``build`` + ``save`` into the new directory ``path``, in bounded memory for any corpus.
 
         Up to ``config.shard_docs`` documents are indexed in memory as ``build`` does.  A longer
-        stream is tokenised in shards of that many documents (``config.workers`` processes at a
-        time) whose postings are written to disk and merged term by term
-        (retrievers/bm25_shards.py); the index is then loaded back memory-mapped.  The saved files
-        are the same either way.
+        stream is tokenised in shards of that many documents (by ``engine``'s Ray actors when it
+        has ``tokenisers``, else by ``config.workers`` processes) whose postings are written to
+        disk and merged term by term (retrievers/bm25_shards.py); the index is then loaded back
+        memory-mapped.  The saved files are the same either way.
 
         Raises:
             ValueError: no texts, or an unknown stopword list / stemmer language.
@@ -130,7 +138,7 @@ class BM25Index:
         shards: list[Shard] = []
         lengths: list[np.ndarray] = []
         first_shard = (list(tokenizer.get_vocab_dict()), *first)
-        rest = _shards(itertools.chain([after], docs), config)
+        rest = _shards(itertools.chain([after], docs), config, engine)
         bar = tqdm(total=total, desc="bm25: shards", unit=" docs", disable=not progress, mininterval=1.0)
         for words, terms, tfs, doc_len, per_doc in itertools.chain([first_shard], rest):
             terms = vocabulary.renumber(words, terms)
@@ -322,7 +330,7 @@ class BM25Index:
                 index = cls.derive(parent, doc_map, new_texts, config, progress=ctx.progress)
             derived = index is not None
             if index is None:
-                index = cls.build_saved(tmp, texts(), config, progress=ctx.progress, total=total)
+                index = cls.build_saved(tmp, texts(), config, ctx.progress, total, ctx.engine)
             else:
                 index.save(tmp)
             info = {
@@ -462,25 +470,28 @@ class BM25Index:
 
 
 def _shards(
-    texts: Iterator[str], config: BM25Config
+    texts: Iterator[str], config: BM25Config, engine: Any = None
 ) -> Iterator[tuple[list[str], np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
-    """``tokenise_shard`` of every ``config.shard_docs`` texts, in order: here, or in
-    ``config.workers`` spawned processes with at most one shard per worker waiting."""
+    """``tokenise_shard`` of every ``config.shard_docs`` texts, in order: by ``engine``'s
+    tokenisers (Ray actors), by ``config.workers`` spawned processes, or here."""
     batches = iter(lambda: list(itertools.islice(texts, config.shard_docs)), [])
-    if config.workers <= 1:
+    if engine is not None and hasattr(engine, "tokenisers"):
+        pool = engine.tokenisers(config.stopwords, config.stemmer)
+    elif config.workers > 1:
+        pool = ProcessTokenisers(config.workers, config.stopwords, config.stemmer)
+    else:
         for batch in batches:
             yield tokenise_shard(batch, config.stopwords, config.stemmer)
         return
-    ctx = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(config.workers, mp_context=ctx) as pool:
+    with pool:
         pending: deque = deque()
         for batch in batches:
-            pending.append(pool.submit(tokenise_shard, batch, config.stopwords, config.stemmer))
+            pending.append(pool.tokenise(batch))
             del batch
-            if len(pending) > config.workers:
-                yield pending.popleft().result()
+            if len(pending) >= pool.in_flight:
+                yield pending.popleft().get()
         while pending:
-            yield pending.popleft().result()
+            yield pending.popleft().get()
 
 
 def sentence_text(page: str, text: str, title_prefix: bool) -> str:

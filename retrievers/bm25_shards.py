@@ -18,6 +18,8 @@ document), the document frequencies and the vocabulary.  The files written are t
 
 from __future__ import annotations
 
+import multiprocessing
+from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -57,6 +59,41 @@ def tokenise_shard(
     tokenizer = _make_tokenizer(stopwords, stemmer)
     terms, tfs, doc_len, per_doc = _tokenise(tokenizer, texts, False, None)
     return list(tokenizer.get_vocab_dict()), terms, tfs, doc_len, per_doc
+
+
+class ShardTokeniser:
+    """A worker that tokenises shards (``tokenise_shard``) with one tokenizer setting: what a Ray
+    actor of ``garag index --engine ray`` runs."""
+
+    def __init__(self, stopwords: str | list[str], stemmer: str) -> None:
+        self.stopwords, self.stemmer = stopwords, stemmer
+
+    def tokenise(self, texts: list[str]) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        return tokenise_shard(texts, self.stopwords, self.stemmer)
+
+
+class ProcessTokenisers:
+    """``workers`` spawned processes behind the pool interface of ``RayEngine.tokenisers``:
+    ``tokenise(texts)`` returns a result whose ``get()`` waits; ``in_flight`` bounds the shards
+    submitted ahead."""
+
+    def __init__(self, workers: int, stopwords: str | list[str], stemmer: str) -> None:
+        self.pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
+        self.stopwords, self.stemmer, self.in_flight = stopwords, stemmer, workers + 1
+
+    def tokenise(self, texts: list[str]) -> _Pending:
+        return _Pending(self.pool.submit(tokenise_shard, texts, self.stopwords, self.stemmer))
+
+    def __enter__(self) -> ProcessTokenisers:
+        return self
+
+    def __exit__(self, exc_type: object, *exc: object) -> None:
+        self.pool.shutdown(wait=True, cancel_futures=exc_type is not None)
+
+
+class _Pending:
+    def __init__(self, future: Future) -> None:
+        self.get = future.result
 
 
 class Vocabulary:

@@ -8,6 +8,7 @@ are the sentence store's row ids.  The artifact directory holds the index
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import time
@@ -30,6 +31,7 @@ logger = logging.getLogger(__name__)
 INDEX_FILE = "index.faiss"
 VECTORS_FILE = "vectors.npy"
 _CHUNK = 16_384
+_PER_ENCODER = 2_048  # sentences per Ray encoder actor in one chunk (a chunk waits for its slowest)
 _ADD_CHUNK = 65_536
 _IVF_TRAIN_PER_LIST = 256
 _IVF_TRAIN_MIN = 200_000
@@ -143,8 +145,9 @@ class FaissDenseRetriever:
         self.load(path)
         return path
 
-    def _iter_chunks(self, first: int = 0) -> Iterator[tuple[int, list[str]]]:
-        """``(first_row, texts)`` chunks in row order from row ``first`` on; rows must be dense."""
+    def _iter_chunks(self, first: int = 0, size: int = _CHUNK) -> Iterator[tuple[int, list[str]]]:
+        """``(first_row, texts)`` chunks of ``size`` in row order from row ``first`` on; rows must
+        be dense."""
         expected = first
         texts: list[str] = []
         for row, page, text in self.ctx.store.iter_rows(batch_size=_CHUNK, first=first):
@@ -154,7 +157,7 @@ class FaissDenseRetriever:
                 )
             expected += 1
             texts.append(sentence_text(page, text, self.config.title_prefix))
-            if len(texts) == _CHUNK:
+            if len(texts) == size:
                 yield row + 1 - len(texts), texts
                 texts = []
         if texts:
@@ -167,7 +170,7 @@ class FaissDenseRetriever:
         n = len(self.ctx.store)
         settings = self.settings()
         started = time.time()
-        before = self.encoder.texts_encoded
+        before = self.cache.texts_encoded
         vectors: np.ndarray | None = None
 
         def out(dim: int) -> np.ndarray:
@@ -184,16 +187,25 @@ class FaissDenseRetriever:
                 kept = rows >= 0
                 vectors[rows[kept]] = old[i : i + _ADD_CHUNK][kept]
             first_new = self.ctx.delta.kept_rows
-        for first, texts in self._iter_chunks(first_new):
-            vecs = self.cache.encode_cached(texts)
-            if vectors is None:
-                vectors = out(vecs.shape[1])
-            vectors[first : first + len(texts)] = vecs
+        engine = self.ctx.engine
+        with contextlib.ExitStack() as stack:
+            pool, size = None, _CHUNK
+            if engine is not None and hasattr(engine, "encoders"):  # Ray actors encode the chunks
+                enc = self.encoder
+                pool = stack.enter_context(
+                    engine.encoders(enc.model, enc.device, enc.batch_size, enc.identity)
+                )
+                size = max(_CHUNK, _PER_ENCODER * len(pool.actors))
+            for first, texts in self._iter_chunks(first_new, size):
+                vecs = self.cache.encode_cached(texts, pool)
+                if vectors is None:
+                    vectors = out(vecs.shape[1])
+                vectors[first : first + len(texts)] = vecs
         if vectors is None:
             raise ValueError(f"{self.ctx.store.db_path}: the sentence store is empty, nothing to index")
         vectors.flush()
         encode_seconds = time.time() - started
-        encoded = self.encoder.texts_encoded - before
+        encoded = self.cache.texts_encoded - before
         dim = vectors.shape[1]
 
         started = time.time()

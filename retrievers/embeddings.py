@@ -223,6 +223,23 @@ class SentenceEncoder:
         return np.ascontiguousarray(vecs, dtype=np.float32)
 
 
+class EncoderWorker:
+    """A worker (Ray actor of ``garag index --engine ray``) that encodes texts with the driver's
+    model; it refuses to encode when its model files are not the driver's (``identity``)."""
+
+    def __init__(self, model: str, device: str, batch_size: int, identity: str) -> None:
+        self.encoder = SentenceEncoder(model, device, batch_size)
+        self.expected = identity
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        if self.encoder.identity != self.expected:
+            raise ValueError(
+                f"encoder worker: model {self.encoder.model} has identity {self.encoder.identity}, "
+                f"the driver's has {self.expected} (install the same model files on every node)"
+            )
+        return self.encoder.encode(texts)
+
+
 class EmbeddingCache:
     """Persistent ``sha256(text) -> vector`` store for one model (SQLite, WAL).
 
@@ -258,6 +275,7 @@ class EmbeddingCache:
         self.dtype = np.dtype(dtype)
         self.chunk_size = chunk_size
         self.progress = progress
+        self.texts_encoded = 0  # texts this cache had encoded (here or by a pool's workers)
         # one connection per thread: SQLite connections may not cross threads, and a service
         # (garag serve) loads a pipeline in one thread and uses it in another
         self._local = threading.local()
@@ -308,11 +326,14 @@ class EmbeddingCache:
                 found.update(zip((r[0] for r in rows), mat, strict=True))
         return found
 
-    def encode_cached(self, texts: Sequence[str]) -> np.ndarray:
+    def encode_cached(self, texts: Sequence[str], pool: Any = None) -> np.ndarray:
         """Vectors for ``texts`` in order, encoding only the texts not yet cached.
 
         New vectors are committed every ``chunk_size`` texts, so an interrupted
-        run keeps what it encoded.  Duplicate texts are encoded once.
+        run keeps what it encoded.  Duplicate texts are encoded once.  With ``pool``
+        (``RayEngine.encoders``: ``encode(texts)`` returning a result whose ``get()`` waits, and
+        ``actors``), the texts to encode are split over its workers, encoded at once, and stored
+        in order.
 
         Returns:
             float32 array of shape ``(len(texts), dim)``, rows L2-normalised.
@@ -326,23 +347,32 @@ class EmbeddingCache:
             if key not in found and key not in missing:
                 missing[key] = text
         if missing:
-            found.update(self._encode_and_store(missing))
+            found.update(self._encode_and_store(missing, pool))
         if not keys:
             return np.zeros((0, self.encoder.dim), dtype=np.float32)
         return np.stack([found[k] for k in keys])
 
-    def _encode_and_store(self, missing: dict[bytes, str]) -> dict[bytes, np.ndarray]:
+    def _encode_and_store(self, missing: dict[bytes, str], pool: Any = None) -> dict[bytes, np.ndarray]:
         out: dict[bytes, np.ndarray] = {}
         items = list(missing.items())
         bar = tqdm(
             total=len(items), desc="embeddings", unit=" texts", disable=not self.progress, mininterval=1.0
         )
-        for batch in _batches(items, self.chunk_size):
-            vecs = self.encoder.encode([t for _, t in batch]).astype(self.dtype)
+        if pool is None:
+            batches = list(_batches(items, self.chunk_size))
+            encoded: Iterator[np.ndarray] = (self.encoder.encode([t for _, t in b]) for b in batches)
+        else:  # every worker busy: batches of at most chunk_size, at least one per worker
+            size = min(self.chunk_size, -(-len(items) // len(pool.actors)))
+            batches = list(_batches(items, size))
+            results = [pool.encode([t for _, t in b]) for b in batches]
+            encoded = (r.get() for r in results)
+        for batch, vecs in zip(batches, encoded, strict=True):
+            vecs = vecs.astype(self.dtype)
             rows = [(k, self.dtype.name, v.tobytes()) for (k, _), v in zip(batch, vecs, strict=True)]
             with self.con:
                 self.con.executemany("INSERT OR REPLACE INTO vectors VALUES (?,?,?)", rows)
             out.update(zip((k for k, _ in batch), _decode(vecs), strict=True))
+            self.texts_encoded += len(batch)
             bar.update(len(batch))
         bar.close()
         return out

@@ -1,4 +1,5 @@
-"""``garag index --engine ray``: the graph build's workers as Ray actors (the ``scale`` extra).
+"""``garag index --engine ray``: the graph build's workers, the BM25 build's shard tokenisers and
+the dense build's sentence encoders as Ray actors (the ``scale`` extra).
 
 The actors do what ``graal.workers`` processes do (``retrievers.graal.builder``): with hashed-word
 disambiguation each actor parses, links and writes whole page partitions into files the driver
@@ -47,6 +48,12 @@ class _ActorPool:
 
     def build(self, out: str, sentences: list, chunk_size: int) -> _Result:
         return _Result(self._next().build.remote(out, sentences, chunk_size))
+
+    def encode(self, texts: list[str]) -> _Result:
+        return _Result(self._next().encode.remote(texts))
+
+    def tokenise(self, texts: list[str]) -> _Result:
+        return _Result(self._next().tokenise.remote(texts))
 
     def __enter__(self) -> _ActorPool:
         return self
@@ -103,6 +110,22 @@ class RayEngine:
         from retrievers.graal.builder import PartitionWorker
 
         return self._pool(PartitionWorker, pages_db, parser, linker_options)
+
+    def tokenisers(self, stopwords: str | list[str], stemmer: str) -> _ActorPool:
+        """Actors tokenising BM25 shards (``retrievers.bm25_shards``); their postings come back
+        by value, so a cluster needs no shared filesystem for them."""
+        from retrievers.bm25_shards import ShardTokeniser
+
+        pool = self._pool(ShardTokeniser, stopwords, stemmer)
+        pool.in_flight = self.workers + 1  # a shard is large: one queued in all
+        return pool
+
+    def encoders(self, model: str, device: str, batch_size: int, identity: str) -> _ActorPool:
+        """Actors encoding sentences for the dense index (``retrievers.embeddings.EncoderWorker``);
+        vectors come back by value and the driver stores them in its embedding cache."""
+        from retrievers.embeddings import EncoderWorker
+
+        return self._pool(EncoderWorker, model, device, batch_size, identity)
 
     def close(self) -> None:
         import ray

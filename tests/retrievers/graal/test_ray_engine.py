@@ -59,6 +59,52 @@ def test_ray_actors_build_the_same_graph_as_one_process(store: SentenceStore, tm
     assert not ray.is_initialized()  # the local Ray it started is shut down
 
 
+def test_ray_actors_tokenise_bm25_shards_into_the_same_index(store: SentenceStore, tmp_path: Path):
+    from garag.config import BM25Config
+    from retrievers.bm25 import BM25Index, sentence_texts
+    from retrievers.graal.ray_engine import RayEngine
+
+    texts = list(sentence_texts(store, True))
+    config = BM25Config(shard_docs=5)
+    assert len(texts) > 3 * config.shard_docs
+    one = BM25Index.build_saved(tmp_path / "one", texts, config.model_copy(update={"shard_docs": len(texts)}))
+    with RayEngine(workers=2) as engine:
+        sharded = BM25Index.build_saved(tmp_path / "ray", texts, config, engine=engine)
+        assert engine.pools[0].submitted == -(-len(texts) // 5) - 1  # the first shard is tokenised here
+    names = sorted(p.name for p in (tmp_path / "one").iterdir())
+    assert names == sorted(p.name for p in (tmp_path / "ray").iterdir())
+    for name in names:
+        assert (tmp_path / "one" / name).read_bytes() == (tmp_path / "ray" / name).read_bytes(), name
+    assert sharded.search("Snowpiercer", 1)[0].tolist() == one.search("Snowpiercer", 1)[0].tolist()
+
+
+def test_ray_actors_encode_the_dense_index(store: SentenceStore, tmp_path: Path):
+    """The dense build's sentences encoded by 2 Ray actors with the driver's model: the vectors
+    (stored as float16) and the retrieval results are a local build's."""
+    import numpy as np
+
+    from garag.config import DenseConfig
+    from retrievers.base import IndexContext
+    from retrievers.dense import VECTORS_FILE, FaissDenseRetriever
+    from retrievers.graal.ray_engine import RayEngine
+
+    config = DenseConfig(device="cpu")
+    local = FaissDenseRetriever(config, IndexContext(store, tmp_path / "local", "fp", False))
+    local_path = local.build()
+    with RayEngine(workers=2) as engine:
+        remote = FaissDenseRetriever(config, IndexContext(store, tmp_path / "ray", "fp", False, engine))
+        remote_path = remote.build()
+        assert engine.pools[0].submitted == 2  # one batch per actor
+    assert local_path.name == remote_path.name  # the same artifact
+    assert remote.meta["texts_encoded"] == local.meta["texts_encoded"] == len(store)
+    a, b = (np.load(p / VECTORS_FILE) for p in (local_path, remote_path))
+    np.testing.assert_allclose(a, b, atol=2e-3)
+    for query in ["Who directed Snowpiercer?", "a band formed in Liverpool", "Sandra Bullock"]:
+        assert [h.sentence for h in local.retrieve(query, 5)] == [
+            h.sentence for h in remote.retrieve(query, 5)
+        ]
+
+
 def _config(root: Path, cache: Path) -> Path:
     cfg = {
         "data": {"dataset": "custom", "claims": str(REPO / "tests" / "fixtures" / "claims.jsonl"),
