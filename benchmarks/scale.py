@@ -145,15 +145,29 @@ def _graal(work: Path, overrides: list[str]) -> tuple:
 
 def part_graph(args: argparse.Namespace, work: Path) -> dict:
     retriever, cfg = _graal(work, [f"graal.workers={args.workers}"])
-    n, pages = len(retriever.ctx.store), retriever.ctx.store.n_pages
+    store = retriever.ctx.store  # counted in SQL: its page index is not what a build holds
+    n, pages = len(store), store.con.execute("SELECT COUNT(*) FROM pages").fetchone()[0]
     from retrievers.graal.linker import word_vectors
 
     word_vectors(["warm up"])  # imports spaCy's stop words: fixed memory, counted before the build
+    from retrievers.graal.graph_store import GraphStore
+
+    registered: list[float] = []  # the driver's memory for its page tables, as the build makes them
+    register = GraphStore.register
+
+    def measured_register(self, *a, **k):  # noqa: ANN001, ANN002, ANN003, ANN202
+        rss = _rss_mb()
+        out = register(self, *a, **k)
+        registered.append(_rss_mb() - rss)
+        return out
+
+    GraphStore.register = measured_register
     before, t = _peak_mb(), time.perf_counter()
     cpu_self, cpu_children = _cpu(), _cpu(resource.RUSAGE_CHILDREN)
     path = retriever.build(force=True)  # as `garag index` builds it, spaCy loads included
     wall = time.perf_counter() - t
     parent, workers = _cpu() - cpu_self, _cpu(resource.RUSAGE_CHILDREN) - cpu_children
+    peak_parent = _peak_mb()  # before the page tables are opened again below to measure them
     stats = json.loads((path / "meta.json").read_text(encoding="utf-8"))["graph"]
     if args.workers == 1:  # parsing ran in this process: split its CPU time by the builder's stage clock
         workers = (
@@ -166,8 +180,7 @@ def part_graph(args: argparse.Namespace, work: Path) -> dict:
     q = "SELECT COUNT(*) FROM entity_stats WHERE n_mentions > ?"
     hubs = con.execute(q, (cfg.graal.hub_max_mentions,)).fetchone()[0]
     con.close()
-    from retrievers.graal.graph_store import GraphStore
-
+    GraphStore.register = register
     rss = _rss_mb()
     tables = GraphStore(path / "graph.db", readonly=True)  # what every worker and the driver hold
     tables_mb = _rss_mb() - rss
@@ -188,16 +201,33 @@ def part_graph(args: argparse.Namespace, work: Path) -> dict:
         "cores_busy": (parent + workers) / wall,
         "stage_seconds": {k: stats[f"{k}_seconds"] for k in ("parse", "link", "write", "merge")},
         "page_tables_mb": tables_mb,
+        "driver_register_mb": sum(registered),
         "mentions": stats["mentions"],
         "edges": stats["edges"],
         "hub_entities": hubs,
         "peak_rss_mb_before": before,
-        "peak_rss_mb_parent": _peak_mb(),
+        "peak_rss_mb_parent": peak_parent,
         "peak_rss_mb_worker": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
         if args.workers > 1
         else None,
         "graph_db_mb": (path / "graph.db").stat().st_size / 2**20,
     }
+
+
+def _graph_half(args: argparse.Namespace, work: Path) -> dict:
+    """The graph part at half the sentences (its own corpus, store and graph under ``work/half``),
+    for the driver's memory growth between two sizes."""
+    half = work / "half"
+    cmd = [sys.executable, __file__, "--sentences", str(args.sentences // 2), "--parts", "graph"]
+    cmd += ["--workers", str(args.workers), "--seed", str(args.seed), "--titles", args.titles]
+    cmd += ["--base-pages", str(args.base_pages), "--workdir", str(half), "--out", str(half / "out")]
+    print(f"scale: graph at {args.sentences // 2:,} sentences ...", file=sys.stderr, flush=True)
+    done = subprocess.run(cmd, capture_output=True, text=True)
+    if done.returncode:
+        sys.stderr.write(done.stderr[-5000:])
+        raise SystemExit(f"scale: graph at half size failed (exit {done.returncode})")
+    graph = json.loads((half / "out" / "scale.json").read_text(encoding="utf-8"))["parts"]["graph"]
+    return {k: v for k, v in graph.items() if k not in ("params", "command")}
 
 
 def part_pages(args: argparse.Namespace, work: Path) -> dict:
@@ -540,6 +570,11 @@ def main(argv: list[str] | None = None) -> int:
         default=250_000,
         help="bm25.shard_docs of the BM25 part (shards on disk)",
     )
+    ap.add_argument(
+        "--graph-half",
+        action="store_true",
+        help="also build the graph at half the size (driver memory growth)",
+    )
     ap.add_argument("--titles", choices=TITLES, default="disambiguated", help="copy ids (scale_corpus.py)")
     ap.add_argument("--seed", type=int, default=SEED)
     ap.add_argument(
@@ -591,6 +626,8 @@ def main(argv: list[str] | None = None) -> int:
                 raise SystemExit(f"scale: part {part} failed (exit {done.returncode})")
             results[part] = {**json.loads(done.stdout.strip().splitlines()[-1]), "params": params,
                              "command": command}  # fmt: skip
+            if part == "graph" and args.graph_half:
+                results[part]["half"] = _graph_half(args, work)
             print(f"scale: {part} done in {time.perf_counter() - t:.0f} s", file=sys.stderr, flush=True)
     finally:
         if tmp:
