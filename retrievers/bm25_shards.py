@@ -37,7 +37,6 @@ class Shard:
 
     path: Path
     first_doc: int
-    n_docs: int
     n_terms: int  # vocabulary size when the shard was written
 
     def indptr(self, t0: int, t1: int) -> np.ndarray:
@@ -121,7 +120,7 @@ def write_shard(
     indptr.tofile(path / _INDPTR)
     np.repeat(np.arange(len(per_doc), dtype=np.int32), per_doc)[order].tofile(path / _DOCS)
     tfs[order].tofile(path / _TFS)
-    return Shard(path, first_doc, len(per_doc), n_terms)
+    return Shard(path, first_doc, n_terms)
 
 
 class NpyWriter:
@@ -143,6 +142,10 @@ class NpyWriter:
 
     def close(self) -> None:
         self._file.close()
+
+    def finish(self) -> None:
+        """Close the file, checking that it holds the length its header declares."""
+        self.close()
         if self.written != self.length:
             raise RuntimeError(f"{self.path}: wrote {self.written} values, expected {self.length}")
 
@@ -195,9 +198,12 @@ def merge_shards(
             writers["indices"].write(docs)
             writers["tf"].write(tfs)
             t0 = t1
-    finally:
+    except BaseException:
         for writer in writers.values():
-            writer.close()
+            writer.close()  # no length check: the error that stopped the merge is the one to see
+        raise
+    for writer in writers.values():
+        writer.finish()
     return indptr, nonocc
 
 
