@@ -120,18 +120,41 @@ def write_rows(
 class GraphStore:
     """Read and write access to one graph database."""
 
-    def __init__(self, db_path: str | Path, readonly: bool = False) -> None:
+    def __init__(self, db_path: str | Path, readonly: bool = False, tables: GraphStore | None = None) -> None:
+        """Open a graph database.
+
+        Args:
+            db_path: the database file (created with the schema unless ``readonly``).
+            readonly: a partition worker's view: pages and aliases, while the builder writes nothing.
+            tables: a store whose page tables (page ids, their numbers and sizes, the alias table) this
+                database holds, as the builder that just wrote it: they are taken over instead of read
+                again, so a build's driver never holds two copies (at 5.4M pages they are ~2 GB).
+
+        Raises:
+            ValueError: ``tables`` holds another number of pages than the database.
+        """
         self.db_path = Path(db_path)
-        if readonly:  # a partition worker's view: pages and aliases, while the builder writes nothing
+        if readonly:
             self.con = sqlite3.connect(f"file:{self.db_path}?mode=ro", uri=True, check_same_thread=False)
         else:
             self.con = sqlite3.connect(self.db_path, check_same_thread=False)
             self.con.executescript("PRAGMA synchronous=OFF;" + SCHEMA)
-        rows = self.con.execute("SELECT page_idx, page, n_sentences FROM pages ORDER BY page_idx").fetchall()
-        self.names: list[str] = [r[1] for r in rows]
-        self.index: dict[str, int] = {p: i for i, p in enumerate(self.names)}
-        self.sizes: list[int] = [r[2] for r in rows]
-        self.aliases = AliasTable.from_pages(self.names)
+        if tables is not None:
+            n, last = self.con.execute("SELECT COUNT(*), MAX(page_idx) FROM pages").fetchone()
+            if n != len(tables.names) or (n and last != n - 1):
+                raise ValueError(
+                    f"{self.db_path}: {n} pages, but the tables taken over hold {len(tables.names)}"
+                )
+            self.names, self.index, self.sizes = tables.names, tables.index, tables.sizes
+            self.aliases = tables.aliases
+        else:
+            rows = self.con.execute(
+                "SELECT page_idx, page, n_sentences FROM pages ORDER BY page_idx"
+            ).fetchall()
+            self.names: list[str] = [r[1] for r in rows]
+            self.index: dict[str, int] = {p: i for i, p in enumerate(self.names)}
+            self.sizes: list[int] = [r[2] for r in rows]
+            self.aliases = AliasTable.from_pages(self.names)
         self._stats: dict[int, tuple[int, int]] | None = None
 
     # -- reading ----------------------------------------------------------------------------------

@@ -158,6 +158,7 @@ class GraalRetriever:
         """
         store = self.ctx.store
         parent = None if force else self._parent_artifact()
+        built: list[GraphStore] = []  # the builder's store, whose page tables the opened graph takes over
 
         def build(tmp: Path) -> dict:
             graph_db = tmp / GRAPH_DB
@@ -178,6 +179,7 @@ class GraalRetriever:
             # streamed from the store in page order (its page index is not loaded: memory at scale)
             stats = builder.edit(drop, store.iter_page_meta(first), lambda: store.iter_pages(first))
             graph.close()
+            built.append(graph)
             logger.info("graal graph: %s", stats.to_dict())
             derived = {"derived_from": parent.name} if parent is not None else {}
             return {"graph": stats.to_dict(), "relink_keys": RELINK_KEYS, **derived}
@@ -185,7 +187,7 @@ class GraalRetriever:
         self.path = build_artifact(
             self.ctx.cache_dir, "graal", self.settings(), self.ctx.fingerprint, build, force
         )
-        self.open(self.path / GRAPH_DB)
+        self.open(self.path / GRAPH_DB, built[0] if built else None)
         return self.path
 
     def _parent_artifact(self) -> Path | None:
@@ -194,9 +196,10 @@ class GraalRetriever:
         path = self.ctx.parent_artifact("graal", self.settings())
         return path if path is not None and read_meta(path).get("relink_keys") == RELINK_KEYS else None
 
-    def open(self, db_path: Path) -> None:
-        """Open an already built graph database (``build`` does this)."""
-        self.graph = GraphStore(db_path)
+    def open(self, db_path: Path, tables: GraphStore | None = None) -> None:
+        """Open an already built graph database (``build`` does this, taking over the page
+        ``tables`` of the store that built it)."""
+        self.graph = GraphStore(db_path, tables=tables)
         self.linker = EntityLinker(self.graph.aliases, self.graph.page_info, **self.linker_options())
         self._n_sentences = max(self.graph.n_sentences(), 2)
 

@@ -196,3 +196,22 @@ def test_incremental_add_equals_rebuild(
     )
     stats = {whole.names[e]: whole.stats(e) for e in range(len(whole.names))}
     assert stats == {parts.names[e]: parts.stats(e) for e in range(len(parts.names))}
+
+
+def test_a_reopened_graph_takes_over_the_builders_page_tables(
+    store: SentenceStore,
+    parser: SpacyParser,
+    embed,
+    tmp_path: Path,  # noqa: ANN001
+) -> None:
+    built = _graph(tmp_path / "g.db", store, parser, embed, [store.page_names()])
+    built.close()
+    fresh = GraphStore(tmp_path / "g.db", readonly=True)
+    taken = GraphStore(tmp_path / "g.db", readonly=True, tables=built)
+    assert taken.aliases is built.aliases and taken.names is built.names  # one copy, not read again
+    assert (fresh.names, fresh.index, fresh.sizes) == (taken.names, taken.index, taken.sizes)
+    assert fresh.aliases._keys == taken.aliases._keys and len(fresh.aliases) > len(fresh.names)
+    assert taken.edge_set() == fresh.edge_set()
+    other = _graph(tmp_path / "small.db", store, parser, embed, [store.page_names()[:2]])
+    with pytest.raises(ValueError, match=r"g\.db: \d+ pages, but the tables taken over hold 2"):
+        GraphStore(tmp_path / "g.db", readonly=True, tables=other)
