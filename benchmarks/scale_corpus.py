@@ -181,7 +181,9 @@ sentences from the store and merges partitions one at a time; its page registrat
 around it in the build.  It is projected as its peak - that registration + the tables at 5.4M
 pages + 8 bytes a page for their sizes + the growth of the rest (peak - registration) per page
 between two sizes (`--graph-half` runs the graph part again at half the sentences, its own corpus
-and store) x the pages to come: that growth is measured, its cause not identified.  (Without the
+and store) x the pages to come.  (Before commit bcd0fce that growth was 419 bytes a page: the
+retriever read the page tables again to open the graph it had just built, a second copy in
+memory; it now takes the builder's tables over.)  (Without the
 half-size run: the rest of its growth, peak - before - tables, x pages, conservative.)"""
 
 
@@ -383,8 +385,9 @@ def report(res: dict) -> str:
                 f"Graph driver: its page registration took {g['driver_register_mb']:.0f} MB at "
                 f"{g['pages']:,} pages and {h['driver_register_mb']:.0f} MB at {h['pages']:,} "
                 f"({h['sentences']:,} sentences, peak {h['peak_rss_mb_parent']:.0f} MB); the rest of its "
-                f"peak grew {st['driver_rest_bytes_per_page']:.0f} bytes a page between the two sizes (cause "
-                f"not identified): {st['rss_gb']:.1f} GB projected at 5.4M pages with that growth, "
+                f"peak grew {st['driver_rest_bytes_per_page']:.0f} bytes a page between the two sizes (a "
+                f"negative growth counts as 0): {st['rss_gb']:.1f} GB projected at 5.4M pages with that "
+                f"growth, "
                 f"{st['driver_tables_only_gb']:.1f} GB if only its page tables grew."
             )
     if "pages" in P:
