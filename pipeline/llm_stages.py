@@ -17,7 +17,14 @@ from pydantic import BaseModel, Field
 from garag.llm import LLMClient
 from garag.text import detokenize, page_to_title
 from garag.types import Evidence, Triplet
-from pipeline.programs import Program, ProgramError, RuleProgrammer, program_from_steps, program_or_fallback
+from pipeline.programs import (
+    Program,
+    ProgramError,
+    RuleProgrammer,
+    parse_step_lines,
+    program_from_steps,
+    program_or_fallback,
+)
 from pipeline.protocols import Decomposer, TripletExtractor
 from prompts import PromptFile, load_prompt
 
@@ -126,9 +133,10 @@ class ProgramReply(BaseModel):
 class LLMProgrammer:
     """Claim -> reasoning program from the few-shot program prompt (``prompts/program.yaml``).
 
-    The reply is schema-constrained JSON, then validated as a program (slots answered before
-    use, at least one Verify step, at most ``max_steps``); an unusable reply gives the rule
-    program instead.  ``counts`` tallies "llm" and "fallback" programs.
+    The reply is ``Verify: ...`` / ``Question: ...`` lines (a prompt with ``reply: lines``, the
+    default prompt) or schema-constrained JSON (``reply: json``), then validated as a program
+    (slots answered before use, at least one Verify step, at most ``max_steps``); an unusable
+    reply gives the rule program instead.  ``counts`` tallies "llm" and "fallback" programs.
 
     Args:
         client: a loaded LLMClient (cached, so a rerun asks nothing again).
@@ -153,6 +161,11 @@ class LLMProgrammer:
 
     def _ask(self, claim: str) -> Program:
         messages = self.prompt.render(claim=_norm(claim), max_steps=self.max_steps)
+        if self.prompt.reply == "lines":  # plain step lines: no grammar, about half the tokens of JSON
+            text = self.client.chat_text("program", messages, prompt_sha=self.prompt.sha256)
+            if text.value is None:
+                raise ProgramError(f"the model gave no program ({text.reason})")
+            return parse_step_lines(text.value, self.max_steps)
         reply = self.client.chat_json("program", messages, ProgramReply, prompt_sha=self.prompt.sha256)
         if reply.value is None:
             raise ProgramError("the model gave no valid program")

@@ -167,6 +167,33 @@ def program_from_steps(steps: Sequence[tuple[str, str]], max_steps: int = 8, sou
     return Program(tuple(out), source=source)
 
 
+_LINE_RE = re.compile(r"^(?:[-*]\s*|\d+[.)]\s*)?(?P<op>Verify|Question)\s*:\s*(?P<text>.+)$")
+
+
+def parse_step_lines(text: str, max_steps: int = 8) -> Program:
+    """A program from ``Verify: ...`` / ``Question: ...`` lines, one step a line (the compact reply of
+    ``prompts/program.yaml``; list marks, blank lines and code fences allowed).
+
+    Raises:
+        ProgramError: no steps, a line that is not a step, too many steps, a slot used before a
+            Question answers it, no Verify step.
+    """
+    if not isinstance(text, str):
+        raise ProgramError(f"program: expected text, got {type(text).__name__}")
+    pairs = []
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line.startswith("```"):
+            continue
+        m = _LINE_RE.match(line)
+        if m is None:
+            raise ProgramError(f"not a step line: {line[:80]!r}")
+        pairs.append((m["op"], m["text"].strip()))
+    if not pairs:
+        raise ProgramError("no Verify or Question step")
+    return program_from_steps(pairs, max_steps)
+
+
 def fill_slots(text: str, answers: Mapping[str, str]) -> str:
     """Replace ``{answer_N}`` by its answer.
 

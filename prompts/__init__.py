@@ -22,7 +22,8 @@ import yaml
 from garag.llm.base import ChatMessage
 
 PROMPT_DIR = Path(__file__).resolve().parent
-_KEYS = {"name", "version", "system", "examples", "user"}
+_KEYS = {"name", "version", "system", "examples", "user", "reply"}
+REPLIES = ("json", "lines")
 _LC_ROLE = {"system": "system", "human": "user", "ai": "assistant"}
 
 
@@ -37,6 +38,8 @@ class PromptFile:
         system: system text.
         examples: few-shot (user, assistant) turns, sent verbatim.
         user: the user template with ``{field}`` placeholders.
+        reply: the reply's form: "json" (a JSON object of the stage's schema) or "lines" (plain
+            text lines the stage parses itself: no grammar, fewer tokens).
     """
 
     name: str
@@ -45,6 +48,7 @@ class PromptFile:
     system: str
     examples: tuple[tuple[str, str], ...]
     user: str
+    reply: str = "json"
 
     @property
     def template(self) -> Any:
@@ -85,6 +89,9 @@ def _parse(path: Path) -> PromptFile:
         raise ValueError(f"{path}: unknown keys {sorted(unknown)}, missing keys {sorted(missing)}")
     if not isinstance(data["version"], int):
         raise ValueError(f"{path}: version must be an integer")
+    reply = data.get("reply", "json")
+    if reply not in REPLIES:
+        raise ValueError(f"{path}: reply must be one of {', '.join(REPLIES)}, got {reply!r}")
     examples = []
     for i, ex in enumerate(data.get("examples") or []):
         if not isinstance(ex, dict) or set(ex) != {"user", "assistant"}:
@@ -97,6 +104,7 @@ def _parse(path: Path) -> PromptFile:
         system=str(data["system"]).strip(),
         examples=tuple(examples),
         user=str(data["user"]).rstrip(),
+        reply=reply,
     )
 
 

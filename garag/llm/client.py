@@ -214,6 +214,23 @@ class LLMClient:
         finally:
             self.stats.add(stage, seconds=time.perf_counter() - started)
 
+    def chat_text(self, stage: str, messages: Sequence[ChatMessage], prompt_sha: str = "") -> Structured[str]:
+        """Ask for plain text (no schema, no grammar: the stage parses it); a timeout or a failed
+        call returns the fallback marker, counted like ``chat_json``'s."""
+        started = time.perf_counter()
+        self.stats.add(stage, requests=1)
+        try:
+            reply = self.complete(stage, messages, None, prompt_sha)
+        except LLMTimeoutError as e:
+            logger.warning("%s: %s; falling back", stage, e)
+            return self._fallback(stage, "", "timeout")
+        except LLMError as e:
+            logger.warning("%s: %s; falling back", stage, e)
+            return self._fallback(stage, "", "error")
+        finally:
+            self.stats.add(stage, seconds=time.perf_counter() - started)
+        return Structured(reply.text, reply.text)
+
     def chat_json_many(
         self,
         stage: str,

@@ -160,15 +160,17 @@ def test_triplets_batched_in_parallel(chat, tmp_path):
     assert all(t.source in given and t.extractor == "llm" and t.subject and t.object for t in triplets)
 
 
-def test_llm_programmer_gives_a_valid_program_or_the_counted_rule_fallback(chat, tmp_path):
-    """SmolLM2 writes a schema-constrained program; whatever it writes, the result is a usable program."""
+@pytest.mark.parametrize("prompt", ["program", "program_json"])
+def test_llm_programmer_gives_a_valid_program_or_the_counted_rule_fallback(chat, tmp_path, prompt):
+    """SmolLM2 writes a program as step lines (the default prompt) or schema-constrained JSON; whatever
+    it writes, the result is a usable program."""
     from pipeline.decompose import RuleDecomposer
     from pipeline.llm_stages import LLMProgrammer
     from pipeline.programs import RuleProgrammer
 
     rule = RuleProgrammer(RuleDecomposer().load().subclaims, max_steps=4)
     client = _client(chat, tmp_path, max_tokens=160)
-    programmer = LLMProgrammer(client, rule, max_steps=4)
+    programmer = LLMProgrammer(client, rule, max_steps=4, prompt=load_prompt(prompt))
     claim = "Dum Dum Motijheel College is located in Kolkata, the capital of West Bengal."
     program = programmer.program(claim)
     assert sum(programmer.counts.values()) == 1
@@ -177,10 +179,11 @@ def test_llm_programmer_gives_a_valid_program_or_the_counted_rule_fallback(chat,
         assert programmer.counts == {"fallback": 1} and program.notes
     assert client.stats.stage("program").calls == 1
     # a rerun is served from the cache: the same program, no model call
-    again = LLMProgrammer(client, rule, max_steps=4).program(claim)
+    again = LLMProgrammer(client, rule, max_steps=4, prompt=load_prompt(prompt)).program(claim)
     assert again.steps == program.steps and client.stats.stage("program").calls == 1
     # a model that cannot answer in time gives the rule program, counted
-    slow = LLMProgrammer(_client(chat, tmp_path / "slow", timeout_s=0.001, cache=False), rule, max_steps=4)
+    slow_client = _client(chat, tmp_path / "slow", timeout_s=0.001, cache=False)
+    slow = LLMProgrammer(slow_client, rule, max_steps=4, prompt=load_prompt(prompt))
     fallback = slow.program(claim)
     assert fallback.source == "rule-fallback" and slow.counts == {"fallback": 1}
     assert [s.text for s in fallback.steps] == [s.text for s in rule.program(claim).steps]

@@ -161,6 +161,26 @@ def test_prompts_load_with_version_and_hash(tmp_path):
     assert load_prompt("v", tmp_path).sha256 != first
     with pytest.raises(ValueError, match="not found"):
         load_prompt("nope", tmp_path)
+    assert load_prompt("v", tmp_path).reply == "json"  # the reply's form, when the file does not say
+    text.write_text("name: v\nversion: 2\nreply: xml\nsystem: s\nuser: 'Q: {q}'\n")
+    with pytest.raises(ValueError, match=r"v\.yaml: reply must be one of json, lines, got 'xml'"):
+        load_prompt("v", tmp_path)
+
+
+def test_program_prompts_examples_parse_as_programs():
+    from pipeline.llm_stages import ProgramReply
+    from pipeline.programs import parse_step_lines, program_from_steps
+    from prompts import load_prompt
+
+    lines, as_json = load_prompt("program"), load_prompt("program_json")
+    assert (lines.reply, as_json.reply) == ("lines", "json")
+    assert [u for u, _ in lines.examples] == [u for u, _ in as_json.examples]  # the same claims
+    for (_, text), (_, js) in zip(lines.examples, as_json.examples, strict=True):
+        reply = ProgramReply.model_validate(json.loads(js))
+        assert parse_step_lines(text).steps == program_from_steps([(s.op, s.text) for s in reply.steps]).steps
+    # the slot in an example stays literal when the prompt is rendered
+    msgs = lines.render(claim="A is B.", max_steps=4)
+    assert any("{answer_1} was born in Canada." in m.content for m in msgs if m.role == "assistant")
 
 
 def test_verdict_examples_are_valid_replies_covering_every_label():

@@ -13,6 +13,7 @@ from pipeline.programs import (
     aggregate_steps,
     fill_slots,
     parse_program,
+    parse_step_lines,
     program_from_steps,
     program_or_fallback,
 )
@@ -55,6 +56,40 @@ def test_parser_reads_programfc_programs():
 def test_malformed_programs_are_refused(text: str, message: str):
     with pytest.raises(ProgramError, match=message):
         parse_program(text)
+
+
+def test_step_lines_parse_into_numbered_steps():
+    text = """```
+1. Question: Who directed the film Titanic?
+- Verify: {answer_1} directed the film Titanic.
+
+Verify:   {answer_1} was born in Canada.
+```"""
+    p = parse_step_lines(text, max_steps=4)
+    assert [(s.var, s.kind, s.text) for s in p.steps] == [
+        ("answer_1", "question", "Who directed the film Titanic?"),
+        ("fact_1", "verify", "{answer_1} directed the film Titanic."),
+        ("fact_2", "verify", "{answer_1} was born in Canada."),
+    ]
+    assert p.source == "llm"
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("", "no Verify or Question step"),
+        ("Verify: A is B.\nThe claim is true.", "not a step line: 'The claim is true.'"),
+        ("verify: A is B.", "not a step line"),  # the op is spelled as the prompt asks
+        ("Verify:", "not a step line"),
+        ("Question: Who?", "at least one Verify step"),
+        ("Verify: {answer_1} was born in Canada.", "uses answer_1 before a Question assigns it"),
+        ("Verify: {answer_2} is B.\nQuestion: Who?", "uses answer_2 before"),
+        ("\n".join(f"Verify: A{i}." for i in range(5)), "5 steps"),
+    ],
+)
+def test_malformed_step_lines_are_refused(text: str, message: str):
+    with pytest.raises(ProgramError, match=message):
+        parse_step_lines(text, max_steps=4)
 
 
 def test_program_from_steps_numbers_variables_and_checks_ops():
