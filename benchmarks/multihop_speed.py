@@ -43,6 +43,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cache", default="cache")
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--set", dest="overrides", action="append", default=[])
+    ap.add_argument("--out", type=Path, default=OUT, help="where multihop_speed.{json,md} go")
     args = ap.parse_args(argv)
     rows = []
     for path in args.configs:
@@ -77,8 +78,8 @@ def main(argv: list[str] | None = None) -> int:
         "cpus": os.cpu_count(),
         "command": " ".join(["python benchmarks/multihop_speed.py", *args_used]),
     }
-    OUT.mkdir(parents=True, exist_ok=True)
-    (OUT / "multihop_speed.json").write_text(json.dumps(result, indent=2) + "\n")
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "multihop_speed.json").write_text(json.dumps(result, indent=2) + "\n")
     lines = [
         f"# Multi-hop pipeline speed ({args.dataset} {args.part} part, {os.cpu_count()} cores, "
         f"batch {args.batch})",
@@ -97,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
         lines.append(
             f"| {r['config']} | {r['claims']} | {r['s_per_claim']:.3f} | {warm} | {counts} | {stages} |"
         )
-    (OUT / "multihop_speed.md").write_text("\n".join(lines) + "\n")
+    (args.out / "multihop_speed.md").write_text("\n".join(lines) + "\n")
     return 0
 
 

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from garag.datasets import fever
 from garag.types import Evidence, SentenceId
+from garag.wiki import iter_pages
 from pipeline.protocols import TripletExtractor
 from pipeline.triplets import SyntacticExtractor, page_subject
 
@@ -61,3 +63,22 @@ def test_batch_keeps_sources_and_rejects_bad_input(extractor: SyntacticExtractor
     assert extractor.extract([]) == []
     with pytest.raises(TypeError, match="evidence\\[0\\]"):
         extractor.extract(["not evidence"])  # type: ignore[list-item]
+
+
+def test_each_sentence_is_parsed_once_and_gives_the_same_facts() -> None:
+    """Overlapping pools (a claim's and its program steps') parse each sentence once, real FEVER text."""
+    pool: list[Evidence] = []
+    for page in iter_pages(fever().corpus_path):
+        pool += [Evidence(SentenceId(page.id, line), text) for line, text, _ in page.sentences()]
+        if len(pool) >= 60:
+            break
+    first, second = pool[:40], pool[20:60] + pool[:5]
+    cached = SyntacticExtractor()
+    cached.CACHE_SENTENCES = 50
+    a, b = cached.extract(first), cached.extract(second)
+    assert cached.parsed == 60  # the 25 sentences of the second pool seen before were not parsed again
+    fresh = SyntacticExtractor().load()
+    assert a == fresh.extract(first) and b == fresh.extract(second) and len(a) > 20
+    assert len(cached._cache) == 50  # bounded: the least recently used are dropped
+    cached.extract(first[:20])  # the 10 dropped (pool[5:15]) are parsed again, with the same facts
+    assert cached.parsed == 70 and cached.extract(first) == a
