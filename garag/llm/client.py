@@ -184,14 +184,9 @@ class LLMClient:
         schema = json_schema(output)
         sent = schema if constrain else None
         try:
-            try:
-                reply = self.complete(stage, messages, sent, prompt_sha)
-            except LLMTimeoutError as e:
-                logger.warning("%s: %s; falling back", stage, e)
-                return self._fallback(stage, "", "timeout")
-            except LLMError as e:
-                logger.warning("%s: %s; falling back", stage, e)
-                return self._fallback(stage, "", "error")
+            reply = self._first_call(stage, messages, sent, prompt_sha)
+            if isinstance(reply, Structured):
+                return reply
             value, error = parse_reply(reply.text, output)
             if value is not None:
                 return Structured(value, reply.text)
@@ -220,16 +215,23 @@ class LLMClient:
         started = time.perf_counter()
         self.stats.add(stage, requests=1)
         try:
-            reply = self.complete(stage, messages, None, prompt_sha)
+            reply = self._first_call(stage, messages, None, prompt_sha)
+        finally:
+            self.stats.add(stage, seconds=time.perf_counter() - started)
+        return reply if isinstance(reply, Structured) else Structured(reply.text, reply.text)
+
+    def _first_call(
+        self, stage: str, messages: Sequence[ChatMessage], schema: dict[str, Any] | None, prompt_sha: str
+    ) -> ChatReply | Structured[Any]:
+        """``complete``, or the fallback marker (counted) when the call times out or fails."""
+        try:
+            return self.complete(stage, messages, schema, prompt_sha)
         except LLMTimeoutError as e:
             logger.warning("%s: %s; falling back", stage, e)
             return self._fallback(stage, "", "timeout")
         except LLMError as e:
             logger.warning("%s: %s; falling back", stage, e)
             return self._fallback(stage, "", "error")
-        finally:
-            self.stats.add(stage, seconds=time.perf_counter() - started)
-        return Structured(reply.text, reply.text)
 
     def chat_json_many(
         self,
