@@ -17,7 +17,9 @@ from __future__ import annotations
 import logging
 import math
 import shutil
+import threading
 import time
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -40,6 +42,7 @@ _FORMAT = 1
 # the tagger-only parse's own version (spans and frames); a change rebuilds those graphs only
 TAGGER_FORMAT = 2
 GRAPH_DB = "graph.db"
+RECENT_RESULTS = 256  # claims whose results (with provenance) a retriever keeps
 # graphs whose sentence_keys name hyperlinked page ids too (aliases.page_key): only those can be
 # edited in place and equal a rebuild; older graphs stay valid for search
 RELINK_KEYS = 2
@@ -121,6 +124,11 @@ class GraalRetriever:
         self.graph: GraphStore | None = None
         self.linker: EntityLinker | None = None
         self.path: Path | None = None
+        # The last claims' results, with their provenance: the service shows the paths of a claim
+        # that retrieval has just searched, without searching it again.
+        self._recent: OrderedDict[str, GraalResult] = OrderedDict()
+        self._recent_config = config
+        self._recent_lock = threading.Lock()
 
     def settings(self) -> dict:
         c = self.config
@@ -200,6 +208,8 @@ class GraalRetriever:
         """Open an already built graph database (``build`` does this, taking over the page
         ``tables`` of the store that built it)."""
         self.graph = GraphStore(db_path, tables=tables)
+        with self._recent_lock:
+            self._recent.clear()
         self.linker = EntityLinker(self.graph.aliases, self.graph.page_info, **self.linker_options())
         self._n_sentences = max(self.graph.n_sentences(), 2)
 
@@ -339,8 +349,18 @@ class GraalRetriever:
         if not isinstance(query, str) or not query.strip():
             raise ValueError(f"query must be a non-empty string, got {query!r}")
         graph, _ = self._require()
-        started = time.perf_counter()
+        recent = self._recent
         if mentions is None:
+            with self._recent_lock:
+                if self._recent_config is not self.config:  # results of other settings are stale
+                    recent.clear()
+                    self._recent_config = self.config
+                if query in recent:
+                    recent.move_to_end(query)
+                    return recent[query]
+        started = time.perf_counter()
+        own = mentions is None
+        if own:
             mentions = self.link_claims([query])[0]
         linked = time.perf_counter()
         seeds = sorted({graph.index[m.entity] for m in mentions})
@@ -349,7 +369,25 @@ class GraalRetriever:
         hits = self._rank(query, cands)
         done = time.perf_counter()
         seconds = {"link": linked - started, "graph": walked - linked, "rank": done - walked}
-        return GraalResult(query, tuple(mentions), sub, hits, seconds)
+        result = GraalResult(query, tuple(mentions), sub, hits, seconds)
+        return self._remember(result) if own else result
+
+    def clear_query_cache(self) -> None:
+        """Forget the last claims' results (benchmarks time searches, not look-ups)."""
+        with self._recent_lock:
+            self._recent.clear()
+
+    def _remember(self, result: GraalResult) -> GraalResult:
+        """Keep a claim's result (its mentions are the linker's) for a later ``search`` of it."""
+        with self._recent_lock:
+            if self._recent_config is not self.config:
+                self._recent.clear()
+                self._recent_config = self.config
+            self._recent[result.query] = result
+            self._recent.move_to_end(result.query)
+            while len(self._recent) > RECENT_RESULTS:
+                self._recent.popitem(last=False)
+        return result
 
     def retrieve_with_paths(self, query: str, k: int) -> list[GraalHit]:
         """Top-``k`` hits, each with the paths (entities and edges) that brought it."""
@@ -369,7 +407,8 @@ class GraalRetriever:
             if not isinstance(q, str) or not q.strip():
                 raise ValueError(f"{self.name}: query {i} is empty")
         linked = self.link_claims(list(queries)) if queries else []
-        return [[h.hit for h in self.search(q, m).hits[:k]] for q, m in zip(queries, linked, strict=True)]
+        results = [self._remember(self.search(q, m)) for q, m in zip(queries, linked, strict=True)]
+        return [[h.hit for h in r.hits[:k]] for r in results]
 
     # -- explanation ------------------------------------------------------------------------------
 

@@ -215,3 +215,21 @@ def test_a_reopened_graph_takes_over_the_builders_page_tables(
     other = _graph(tmp_path / "small.db", store, parser, embed, [store.page_names()[:2]])
     with pytest.raises(ValueError, match=r"g\.db: \d+ pages, but the tables taken over hold 2"):
         GraphStore(tmp_path / "g.db", readonly=True, tables=other)
+
+
+def test_a_claim_just_retrieved_is_not_searched_again(store: SentenceStore, cache_dir: Path, parser) -> None:
+    """The service shows GRAAL's paths for a claim that retrieval has just searched: a look-up."""
+    r = _retriever(store, cache_dir, parser)
+    hits = r.retrieve_batch([CLAIM], 10)[0]
+    calls = []
+    link = r.link_claims
+    r.link_claims = lambda claims: calls.append(claims) or link(claims)  # counts the linker's calls
+    again = r.search(CLAIM)
+    assert not calls and [h.hit for h in again.hits[:10]] == hits and again.mentions
+    r.clear_query_cache()
+    fresh = r.search(CLAIM)
+    assert calls == [[CLAIM]] and fresh is not again
+    assert [(h.hit, h.provenance) for h in fresh.hits] == [(h.hit, h.provenance) for h in again.hits]
+    assert r.search(CLAIM) is fresh  # remembered
+    r.config = r.config.model_copy(update={"dense_weight": 0.0})  # other settings: searched again
+    assert r.search(CLAIM) is not fresh and len(calls) == 2
