@@ -52,7 +52,7 @@ from scale_corpus import FEVER_PAGES, TITLES, copy_id, projection, report, write
 REPO = Path(__file__).resolve().parent.parent
 OUT = REPO / "benchmarks" / "results"
 SEED = 20240601
-PARTS = ("store", "graph", "graal", "pages", "bm25", "faiss")
+PARTS = ("store", "graph", "graal", "pages", "bm25", "bm25_add", "faiss")
 CHAIN = ("corpus", "store", "graph", "graal")  # each needs the one before it
 ONE_THREAD = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
 
@@ -380,6 +380,59 @@ def part_bm25(args: argparse.Namespace, work: Path) -> dict:
     }
 
 
+ADD_SENTENCES, DROP_EVERY = 10_000, 100  # the bm25_add part's edit of the bm25 part's index
+
+
+def _bm25_edit(work: Path, oneshot: bool) -> dict:
+    """Derive the bm25 part's index for an edit (every 100th document dropped, 10,000 recombined
+    sentences added) as ``garag index --add/--remove`` does, timed with this process's peak RSS."""
+    from garag.config import BM25Config
+    from retrievers.bm25 import BM25Index
+
+    parent = work / "bm25"
+    if not (parent / "garag_doc_len.npy").is_file():
+        raise SystemExit(f"scale: bm25_add needs the bm25 part's index in {parent}: run --parts bm25 first")
+    n = len(np.load(parent / "garag_doc_len.npy", mmap_mode="r"))
+    doc_map = np.full(n, -1, dtype=np.int64)
+    kept = np.flatnonzero(np.arange(n) % DROP_EVERY)
+    doc_map[kept] = np.arange(len(kept))
+    new = list(generate(ADD_SENTENCES, _base_sentences(), seed=SEED + 1))
+    config = BM25Config(stemmer="")
+    out = work / ("bm25-add-oneshot" if oneshot else "bm25-add")
+    shutil.rmtree(out, ignore_errors=True)
+    before, t = _peak_mb(), time.perf_counter()
+    if oneshot:
+        BM25Index.derive(parent, doc_map, new, config).save(out)
+    else:
+        BM25Index.derive_saved(out, parent, doc_map, iter(new), config)
+    seconds = time.perf_counter() - t
+    shutil.rmtree(out, ignore_errors=True)
+    return {
+        "documents": n,
+        "dropped": n - len(kept),
+        "added": len(new),
+        "seconds": seconds,
+        "peak_rss_mb_before": before,
+        "peak_rss_mb": _peak_mb(),
+    }
+
+
+def part_bm25_add_oneshot(args: argparse.Namespace, work: Path) -> dict:
+    """The same edit derived in memory at once (``BM25Index.derive``), for comparison."""
+    return _bm25_edit(work, oneshot=True)
+
+
+def part_bm25_add(args: argparse.Namespace, work: Path) -> dict:
+    """An edit of the 1M-sentence BM25 index derived in shards through disk (``derive_saved``, what
+    ``garag index --add`` runs), and in memory at once in a process of its own."""
+    cmd = [sys.executable, __file__, "--sentences", str(args.sentences), "--workdir", str(work)]
+    done = subprocess.run([*cmd, "--part", "bm25_add_oneshot"], capture_output=True, text=True)
+    if done.returncode:
+        sys.stderr.write(done.stderr[-5000:])
+        raise SystemExit(f"scale: the one-shot BM25 derive failed (exit {done.returncode})")
+    return {**_bm25_edit(work, oneshot=False), "oneshot": json.loads(done.stdout.strip().splitlines()[-1])}
+
+
 def _vocabulary_growth() -> dict:
     """Heaps' law V = K n^beta for the BM25 vocabulary, fitted on prefixes of the real sentences
     (shuffled, seeded; FEVER + HoVer pages with their titles, as indexed), and the memory of one
@@ -550,7 +603,8 @@ def _overlap(ids: np.ndarray, truth: np.ndarray) -> float:
 # -- driver -------------------------------------------------------------------------------------------
 
 RUN = {"corpus": part_corpus, "store": part_store, "graph": part_graph, "graal": part_graal,
-       "pages": part_pages, "bm25": part_bm25, "bm25_half": part_bm25_half, "faiss": part_faiss}  # fmt: skip
+       "pages": part_pages, "bm25": part_bm25, "bm25_half": part_bm25_half, "bm25_add": part_bm25_add,
+       "bm25_add_oneshot": part_bm25_add_oneshot, "faiss": part_faiss}  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -49,6 +49,9 @@ SETUPS = {"1x2": (1, 2), "1x16": (1, 16), "4x16": (4, 16)}  # machines x cores
 BM25_WORD_ARRAYS = 32
 PAGE_SIZE_BYTES = 8  # the graph's list of page sizes, beside the page tables of part `pages`
 BM25_SENTENCE_BYTES = 8  # BM25 build, per document at least: its length, per shard and concatenated
+# BM25 derive (garag index --add), per document of the parent: its new number (8), the kept mask (1),
+# the order check's two arrays (16), its length kept and concatenated (8)
+BM25_EDIT_DOC_BYTES = 33
 GOAL_HOURS, GOAL_RSS_GB, GOAL_GRAAL_MS = 2.0, 4.0, 50.0
 
 
@@ -184,7 +187,12 @@ between two sizes (`--graph-half` runs the graph part again at half the sentence
 and store) x the pages to come.  (Before commit bcd0fce that growth was 419 bytes a page: the
 retriever read the page tables again to open the graph it had just built, a second copy in
 memory; it now takes the builder's tables over.)  (Without the
-half-size run: the rest of its growth, peak - before - tables, x pages, conservative.)"""
+half-size run: the rest of its growth, peak - before - tables, x pages, conservative.)
+A BM25 edit (`garag index --add/--remove`, part `bm25_add`) reads the parent index memory-mapped
+block by block and tokenises only the new documents in shards: it is projected as its measured
+peak + 33 bytes a parent document (its new number, the kept mask, the order check, its length)
+x the documents to come + the vocabulary's growth, as for the build; derived in memory at once,
+it grows with the postings: RSS before + (peak - before) x `g`."""
 
 
 def projection(parts: dict) -> dict:
@@ -296,6 +304,19 @@ def projection(parts: dict) -> dict:
         gpu = [k for k in stages if k != "dense encode (CPU)"]
         out["total_hours_gpu_encoding"] = {k: sum(stages[s]["hours"][k] for s in gpu) for k in SETUPS}
     out["complete"] = all(p in parts for p in ("store", "bm25", "faiss", "graph"))
+    if "bm25_add" in parts:  # garag index --add / --remove on the BM25 index (METHOD)
+        a = parts["bm25_add"]
+        n, one = a["documents"], a["oneshot"]
+        sharded = a["peak_rss_mb"] + BM25_EDIT_DOC_BYTES * (S - n) / 2**20
+        b = parts.get("bm25", {})
+        if "vocabulary_growth" in b:
+            v = b["vocabulary_growth"]
+            words = v["heaps_k"] * S ** v["heaps_beta"]
+            sharded += max(words - b["vocabulary"], 0) * (2 * v["bytes_per_word"] + BM25_WORD_ARRAYS) / 2**20
+        out["bm25_add"] = {
+            "rss_gb": sharded / 1024,
+            "rss_gb_oneshot": grown(one["peak_rss_mb_before"], one["peak_rss_mb"], S / n),
+        }
     return out
 
 
@@ -390,6 +411,15 @@ def report(res: dict) -> str:
                 f"growth, "
                 f"{st['driver_tables_only_gb']:.1f} GB if only its page tables grew."
             )
+    if "bm25_add" in P:
+        a, pa = P["bm25_add"], proj["bm25_add"]
+        notes.append(
+            f"BM25 edit (part `bm25_add`, what `garag index --add/--remove` runs on the BM25 index): "
+            f"{a['dropped']:,} of {a['documents']:,} documents dropped and {a['added']:,} added, derived in "
+            f"shards through disk in {a['seconds']:.1f} s, peak RSS {a['peak_rss_mb']:.0f} MB "
+            f"(in memory at once: {a['oneshot']['seconds']:.1f} s, {a['oneshot']['peak_rss_mb']:.0f} MB); "
+            f"projected at full FEVER {pa['rss_gb']:.1f} GB ({pa['rss_gb_oneshot']:.1f} GB at once)."
+        )
     if "pages" in P:
         pg = P["pages"]
         notes.append(

@@ -41,6 +41,7 @@ from garag.text import detokenize, page_to_title
 from garag.types import Hit
 from retrievers.base import IndexContext
 from retrievers.bm25_shards import (
+    ParentShard,
     ProcessTokenisers,
     Shard,
     Vocabulary,
@@ -150,7 +151,21 @@ class BM25Index:
         bar.close()
         doc_len = np.concatenate(lengths)
         del lengths
-        vocab = vocabulary.ids
+        return cls._save_merged(path, shards, doc_len, vocabulary.ids, tokenizer, config, len(doc_len))
+
+    @classmethod
+    def _save_merged(
+        cls,
+        path: Path,
+        shards: list,
+        doc_len: np.ndarray,
+        vocab: dict[str, int],
+        tokenizer: Tokenizer,
+        config: BM25Config,
+        tokenised: int,
+    ) -> BM25Index:
+        """Merge ``shards`` into the index files in ``path`` (the shards' directory removed after)
+        and load the index back memory-mapped."""
         logger.info("bm25: %d documents in %d shards, %d terms", len(doc_len), len(shards), len(vocab))
         final = {
             "data": path / _CSC_FILES["data"],
@@ -161,7 +176,7 @@ class BM25Index:
         indptr, nonocc = merge_shards(
             shards, doc_len, len(vocab), config.method, config.k1, config.b, _DELTA, merged, _MATRIX_CHUNK
         )
-        shutil.rmtree(work)
+        shutil.rmtree(path / _SHARDS, ignore_errors=True)
         model = bm25s.BM25(k1=config.k1, b=config.b, delta=_DELTA, method=config.method, backend="numpy")
         # bm25s writes the vocabulary and parameters; the merged arrays then replace its empty ones
         model.scores = {
@@ -178,7 +193,7 @@ class BM25Index:
         for key, file in final.items():
             os.replace(merged[key], file)
         loaded = cls.load(path)
-        loaded.tokenised = len(doc_len)
+        loaded.tokenised = tokenised
         return loaded
 
     @classmethod
@@ -235,6 +250,62 @@ class BM25Index:
             config,
             len(new[2]),
         )
+
+    @classmethod
+    def derive_saved(
+        cls,
+        path: str | Path,
+        parent: str | Path,
+        doc_map: np.ndarray,
+        texts: Iterable[str],
+        config: BM25Config,
+        progress: bool = False,
+        total: int | None = None,
+        engine: Any = None,
+    ) -> BM25Index | None:
+        """``derive`` + ``save`` into the new directory ``path``, in bounded memory for any corpus.
+
+        The parent's postings are read memory-mapped block by block as the first shard (its kept
+        documents renumbered), the new documents are tokenised in shards of ``config.shard_docs``
+        (as ``build_saved`` does, here, in processes or on Ray actors), and all are merged term by
+        term (retrievers/bm25_shards.py).  The saved files are the ones ``derive`` + ``save`` write.
+
+        Returns:
+            The index (loaded memory-mapped), or None when the parent was saved without its term
+            counts: it must then be built from scratch.
+        """
+        parent, path = Path(parent), Path(path)
+        if not ((parent / _TF_FILE).is_file() and (parent / _LEN_FILE).is_file()):
+            return None
+        old = cls.load(parent)
+        ids = {str(k): int(v) for k, v in old.model.vocab_dict.items()}
+        if sorted(ids.values()) != list(range(len(ids))):
+            raise ValueError(f"{parent}: the vocabulary's term ids are not 0 .. {len(ids) - 1}")
+        doc_map = np.asarray(doc_map, dtype=np.int64)
+        kept = doc_map >= 0
+        n_kept = int(kept.sum())
+        if not np.array_equal(doc_map[kept], np.arange(n_kept)):
+            raise ValueError("doc_map: kept documents must keep their order and come first")
+        scores = old.model.scores
+        indptr = np.asarray(scores["indptr"], dtype=np.int64)
+        tf = np.load(parent / _TF_FILE, mmap_mode="r")
+        parent_shard = ParentShard(indptr, scores["indices"], tf, doc_map, _MATRIX_CHUNK)
+        shards: list = [parent_shard]
+        lengths = [np.load(parent / _LEN_FILE, mmap_mode="r")[kept]]
+        vocabulary = Vocabulary()
+        vocabulary.ids = ids
+        done = n_kept
+        bar = tqdm(total=total, desc="bm25: new shards", unit=" docs", disable=not progress, mininterval=1.0)
+        for words, terms, tfs, doc_len, per_doc in _shards(iter(texts), config, engine):
+            terms = vocabulary.renumber(words, terms)
+            shard = write_shard(path / _SHARDS / f"{len(shards):06d}", done, terms, tfs, per_doc, len(ids))
+            shards.append(shard)
+            lengths.append(doc_len)
+            done += len(doc_len)
+            bar.update(len(doc_len))
+        bar.close()
+        tokenizer = _make_tokenizer(config.stopwords, config.stemmer)
+        return cls._save_merged(path, shards, np.concatenate(lengths), ids, tokenizer, config, done - n_kept)
 
     @classmethod
     def _weigh(
@@ -327,12 +398,12 @@ class BM25Index:
             index = None
             if parent is not None and edit is not None:
                 doc_map, new_texts = edit()
-                index = cls.derive(parent, doc_map, new_texts, config, progress=ctx.progress)
+                index = cls.derive_saved(
+                    tmp, parent, doc_map, new_texts, config, ctx.progress, None, ctx.engine
+                )
             derived = index is not None
             if index is None:
                 index = cls.build_saved(tmp, texts(), config, ctx.progress, total, ctx.engine)
-            else:
-                index.save(tmp)
             info = {
                 "documents": index.num_docs,
                 "vocabulary": len(index._vocab),

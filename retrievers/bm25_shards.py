@@ -49,6 +49,70 @@ class Shard:
         tfs = np.fromfile(self.path / _TFS, dtype=np.uint16, count=end - start, offset=2 * start)
         return docs + np.int32(self.first_doc), tfs
 
+    def df(self) -> np.ndarray:
+        """Postings per term (``n_terms`` values)."""
+        return np.diff(self.indptr(0, self.n_terms))
+
+    def block(self, t0: int, t1: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Terms, corpus-wide documents and term counts of the postings of terms ``t0 .. t1 - 1``."""
+        hi = min(t1, self.n_terms)
+        if hi <= t0:
+            return _EMPTY
+        ptr = self.indptr(t0, hi)
+        docs, tfs = self.postings(int(ptr[0]), int(ptr[-1]))
+        return np.repeat(np.arange(t0, hi, dtype=np.int32), np.diff(ptr)), docs, tfs
+
+
+class ParentShard:
+    """A saved index's postings as the first shard of an edited corpus (``BM25Index.derive_saved``):
+    its kept documents renumbered by ``doc_map`` (-1: dropped; kept ones keep their order and come
+    first), read block by block from the memory-mapped column arrays.
+
+    Args:
+        indptr: the parent's column pointers (one per term, plus one).
+        indices: its document ids in column order.
+        tfs: its term counts in the same order.
+        doc_map: parent document -> document of the edited corpus, -1 for a dropped one.
+        chunk: parent postings read at a time when counting the kept ones.
+    """
+
+    first_doc = 0
+
+    def __init__(
+        self, indptr: np.ndarray, indices: np.ndarray, tfs: np.ndarray, doc_map: np.ndarray, chunk: int
+    ) -> None:
+        self._indptr, self._indices, self._tfs = indptr, indices, tfs
+        self._map = np.asarray(doc_map, dtype=np.int64)
+        self._chunk = chunk
+        self.n_terms = len(indptr) - 1
+
+    def df(self) -> np.ndarray:
+        """Kept postings per term, counted in one pass over the parent's postings."""
+        out = np.zeros(self.n_terms, dtype=np.int64)
+        ptr, t0 = self._indptr, 0
+        while t0 < self.n_terms:
+            t1 = int(np.searchsorted(ptr, ptr[t0] + self._chunk, side="right")) - 1
+            t1 = min(max(t1, t0 + 1), self.n_terms)
+            terms, _, _ = self.block(t0, t1)
+            out[t0:t1] = np.bincount(terms - t0, minlength=t1 - t0)
+            t0 = t1
+        return out
+
+    def block(self, t0: int, t1: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Terms, documents (renumbered) and term counts of the kept postings of terms ``t0 .. t1 - 1``."""
+        hi = min(t1, self.n_terms)
+        if hi <= t0:
+            return _EMPTY
+        ptr = np.asarray(self._indptr[t0 : hi + 1], dtype=np.int64)
+        start, end = int(ptr[0]), int(ptr[-1])
+        docs = self._map[np.asarray(self._indices[start:end])]
+        keep = docs >= 0
+        terms = np.repeat(np.arange(t0, hi, dtype=np.int32), np.diff(ptr))[keep]
+        return terms, docs[keep].astype(np.int32), np.asarray(self._tfs[start:end], dtype=np.uint16)[keep]
+
+
+_EMPTY = (np.empty(0, dtype=np.int32), np.empty(0, dtype=np.int32), np.empty(0, dtype=np.uint16))
+
 
 def tokenise_shard(
     texts: list[str], stopwords: str | list[str], stemmer: str
@@ -151,7 +215,7 @@ class NpyWriter:
 
 
 def merge_shards(
-    shards: list[Shard],
+    shards: list[Shard | ParentShard],
     doc_len: np.ndarray,
     n_vocab: int,
     method: str,
@@ -181,7 +245,7 @@ def merge_shards(
     avgdl = float(doc_len.mean())
     df = np.zeros(n_vocab, dtype=np.int64)
     for shard in shards:
-        df[: shard.n_terms] += np.diff(shard.indptr(0, shard.n_terms))
+        df[: shard.n_terms] += shard.df()
     idf32, nonocc = term_weights(df, n_docs, avgdl, method, k1, b, delta)
     indptr = np.zeros(n_vocab + 1, dtype=np.int64)
     np.cumsum(df, out=indptr[1:])
@@ -210,20 +274,15 @@ def merge_shards(
 _ARRAYS = {"data": np.float32, "indices": np.int32, "tf": np.uint16}
 
 
-def _block(shards: list[Shard], t0: int, t1: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _block(shards: list, t0: int, t1: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """All shards' postings of terms ``t0 .. t1 - 1``, by term, documents in order within each."""
-    terms, docs, tfs = [], [], []
-    for shard in shards:
-        hi = min(t1, shard.n_terms)
-        if hi <= t0:
-            continue
-        ptr = shard.indptr(t0, hi)
-        d, f = shard.postings(int(ptr[0]), int(ptr[-1]))
-        terms.append(np.repeat(np.arange(t0, hi, dtype=np.int32), np.diff(ptr)))
-        docs.append(d)
-        tfs.append(f)
-    if not terms:
-        return np.empty(0, dtype=np.int32), np.empty(0, dtype=np.int32), np.empty(0, dtype=np.uint16)
-    all_terms = np.concatenate(terms)
+    parts = [p for p in (shard.block(t0, t1) for shard in shards) if len(p[0])]
+    if not parts:
+        return _EMPTY
+    all_terms = np.concatenate([p[0] for p in parts])
     order = np.argsort(all_terms, kind="stable")  # stable: shards are in document order
-    return all_terms[order], np.concatenate(docs)[order], np.concatenate(tfs)[order]
+    return (
+        all_terms[order],
+        np.concatenate([p[1] for p in parts])[order],
+        np.concatenate([p[2] for p in parts])[order],
+    )

@@ -262,9 +262,48 @@ def test_derive_scores_like_a_rebuild(tiny_store, tmp_path: Path, method: str, s
     assert derived.search("quokkas", 5)[0].tolist() == [len(kept)]
 
 
+@pytest.mark.skipif(not FEVER_PAGES.is_file(), reason="FEVER data not present")
+@pytest.mark.parametrize(("method", "stemmer", "workers"), [("lucene", "", 2), ("bm25+", "english", 1)])
+def test_sharded_derive_writes_the_same_files_as_derive(
+    tmp_path: Path, monkeypatch, method: str, stemmer: str, workers: int
+):
+    """An edit of a sharded parent (every third document dropped, 150 added, an empty one and new
+    words among them) derived in shards through disk (the parent read block by block) saves the
+    directory ``derive`` + ``save`` write, byte for byte, and scores like a rebuild."""
+    texts, claims, _ = _fever_sample(450)
+    old, new = texts[:300], texts[300:] + ["", "Zyxwv quokkas"]
+    monkeypatch.setattr(bm25_module, "_MATRIX_CHUNK", 50)  # many blocks, in the parent too
+    config = BM25Config(method=method, stemmer=stemmer, shard_docs=64, workers=workers)
+    BM25Index.build_saved(tmp_path / "parent", iter(old), config)
+    doc_map = np.full(len(old), -1, dtype=np.int64)
+    kept = [i for i in range(len(old)) if i % 3]
+    doc_map[kept] = np.arange(len(kept))
+    one = BM25Index.derive(tmp_path / "parent", doc_map, new, config)
+    one.save(tmp_path / "one")
+    sharded = BM25Index.derive_saved(tmp_path / "sharded", tmp_path / "parent", doc_map, iter(new), config)
+    assert sharded.tokenised == one.tokenised == len(new) == 152
+    assert sharded.num_docs == len(kept) + 152
+    names = sorted(p.name for p in (tmp_path / "one").iterdir())
+    assert names == sorted(p.name for p in (tmp_path / "sharded").iterdir())  # shards.tmp removed
+    for name in names:
+        assert (tmp_path / "one" / name).read_bytes() == (tmp_path / "sharded" / name).read_bytes(), name
+    rebuilt = BM25Index.build([old[i] for i in kept] + new, config.model_copy(update={"shard_docs": 10**6}))
+    for query in [*claims[:5], "quokkas"]:
+        assert np.array_equal(sharded.scores(query), rebuilt.scores(query))
+    assert sharded.search("quokkas", 3)[0].tolist() == [len(kept) + 151]
+    bad = doc_map.copy()
+    bad[[1, 2]] = bad[[2, 1]]
+    with pytest.raises(ValueError, match="kept documents must keep their order"):
+        BM25Index.derive_saved(tmp_path / "bad", tmp_path / "parent", bad, new, config)
+
+
 def test_derive_needs_the_parents_term_counts(tiny_store, tmp_path: Path):
     texts = list(sentence_texts(tiny_store, False))
     index = BM25Index.build(texts, BM25Config())
     index._counts = None  # saved like an index built before garag kept term counts
     index.save(tmp_path / "old")
     assert BM25Index.derive(tmp_path / "old", np.arange(len(texts)), ["new"], BM25Config()) is None
+    assert (
+        BM25Index.derive_saved(tmp_path / "x", tmp_path / "old", np.arange(len(texts)), ["new"], BM25Config())
+        is None
+    )
