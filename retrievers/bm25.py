@@ -135,20 +135,13 @@ class BM25Index:
             index = cls._weigh(*first, tokenizer, config, len(first[2]))
             index.save(path)
             return index
-        work, done, vocabulary = path / _SHARDS, 0, Vocabulary()
+        work, vocabulary = path / _SHARDS, Vocabulary()
         shards: list[Shard] = []
         lengths: list[np.ndarray] = []
         first_shard = (list(tokenizer.get_vocab_dict()), *first)
         rest = _shards(itertools.chain([after], docs), config, engine)
         bar = tqdm(total=total, desc="bm25: shards", unit=" docs", disable=not progress, mininterval=1.0)
-        for words, terms, tfs, doc_len, per_doc in itertools.chain([first_shard], rest):
-            terms = vocabulary.renumber(words, terms)
-            shard = write_shard(work / f"{len(shards):06d}", done, terms, tfs, per_doc, len(vocabulary.ids))
-            shards.append(shard)
-            lengths.append(doc_len)
-            done += len(doc_len)
-            bar.update(len(doc_len))
-        bar.close()
+        _write_shards(work, itertools.chain([first_shard], rest), vocabulary, shards, lengths, bar)
         doc_len = np.concatenate(lengths)
         del lengths
         return cls._save_merged(path, shards, doc_len, vocabulary.ids, tokenizer, config, len(doc_len))
@@ -294,18 +287,11 @@ class BM25Index:
         lengths = [np.load(parent / _LEN_FILE, mmap_mode="r")[kept]]
         vocabulary = Vocabulary()
         vocabulary.ids = ids
-        done = n_kept
         bar = tqdm(total=total, desc="bm25: new shards", unit=" docs", disable=not progress, mininterval=1.0)
-        for words, terms, tfs, doc_len, per_doc in _shards(iter(texts), config, engine):
-            terms = vocabulary.renumber(words, terms)
-            shard = write_shard(path / _SHARDS / f"{len(shards):06d}", done, terms, tfs, per_doc, len(ids))
-            shards.append(shard)
-            lengths.append(doc_len)
-            done += len(doc_len)
-            bar.update(len(doc_len))
-        bar.close()
+        _write_shards(path / _SHARDS, _shards(iter(texts), config, engine), vocabulary, shards, lengths, bar)
+        doc_len = np.concatenate(lengths)
         tokenizer = _make_tokenizer(config.stopwords, config.stemmer)
-        return cls._save_merged(path, shards, np.concatenate(lengths), ids, tokenizer, config, done - n_kept)
+        return cls._save_merged(path, shards, doc_len, ids, tokenizer, config, len(doc_len) - n_kept)
 
     @classmethod
     def _weigh(
@@ -538,6 +524,24 @@ class BM25Index:
         if self.model.nonoccurrence_array is not None:
             out += np.float32(self._baseline(ids))
         return out
+
+
+def _write_shards(
+    work: Path, stream: Iterable[tuple], vocabulary: Vocabulary, shards: list, lengths: list, bar: tqdm
+) -> None:
+    """Renumber each tokenised shard of ``stream`` (``tokenise_shard``'s tuples) into ``vocabulary``,
+    write it under ``work`` after the documents already in ``lengths``, and append it and its
+    document lengths to ``shards`` and ``lengths``."""
+    done = sum(len(x) for x in lengths)
+    for words, terms, tfs, doc_len, per_doc in stream:
+        terms = vocabulary.renumber(words, terms)
+        shards.append(
+            write_shard(work / f"{len(shards):06d}", done, terms, tfs, per_doc, len(vocabulary.ids))
+        )
+        lengths.append(doc_len)
+        done += len(doc_len)
+        bar.update(len(doc_len))
+    bar.close()
 
 
 def _shards(

@@ -91,8 +91,7 @@ class ParentShard:
         out = np.zeros(self.n_terms, dtype=np.int64)
         ptr, t0 = self._indptr, 0
         while t0 < self.n_terms:
-            t1 = int(np.searchsorted(ptr, ptr[t0] + self._chunk, side="right")) - 1
-            t1 = min(max(t1, t0 + 1), self.n_terms)
+            t1 = block_end(ptr, t0, self._chunk)
             terms, _, _ = self.block(t0, t1)
             out[t0:t1] = np.bincount(terms - t0, minlength=t1 - t0)
             t0 = t1
@@ -109,6 +108,13 @@ class ParentShard:
         keep = docs >= 0
         terms = np.repeat(np.arange(t0, hi, dtype=np.int32), np.diff(ptr))[keep]
         return terms, docs[keep].astype(np.int32), np.asarray(self._tfs[start:end], dtype=np.uint16)[keep]
+
+
+def block_end(indptr: np.ndarray, t0: int, chunk: int) -> int:
+    """The term after a block that starts at term ``t0``: about ``chunk`` postings (column pointers
+    ``indptr``), at least one term, never past the last."""
+    t1 = int(np.searchsorted(indptr, indptr[t0] + chunk, side="right")) - 1
+    return min(max(t1, t0 + 1), len(indptr) - 1)
 
 
 _EMPTY = (np.empty(0, dtype=np.int32), np.empty(0, dtype=np.int32), np.empty(0, dtype=np.uint16))
@@ -254,8 +260,7 @@ def merge_shards(
     try:
         t0 = 0
         while t0 < n_vocab:
-            t1 = int(np.searchsorted(indptr, indptr[t0] + chunk, side="right")) - 1
-            t1 = min(max(t1, t0 + 1), n_vocab)
+            t1 = block_end(indptr, t0, chunk)
             terms, docs, tfs = _block(shards, t0, t1)
             weights = posting_weights(terms, tfs, doc_len[docs], idf32, nonocc, avgdl, method, k1, b, delta)
             writers["data"].write(weights)
