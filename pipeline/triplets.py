@@ -30,12 +30,11 @@ from __future__ import annotations
 
 import logging
 import re
-import threading
-from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from garag.config import TripletConfig
+from garag.lru import LRU
 from garag.text import detokenize, page_to_title
 from garag.types import Evidence, SentenceId, Triplet
 from pipeline.nlp import load_spacy
@@ -71,14 +70,18 @@ class SyntacticExtractor:
 
     CACHE_SENTENCES = 20_000  # sentences whose facts are kept (least recently used dropped first)
 
-    def __init__(self, config: TripletConfig | None = None, link: Link | None = None) -> None:
+    def __init__(
+        self,
+        config: TripletConfig | None = None,
+        link: Link | None = None,
+        cache_sentences: int = CACHE_SENTENCES,
+    ) -> None:
         self.config = config or TripletConfig()
         self._link = link
         self._nlp: Any = None
         # A sentence's facts depend on its id and text only: program steps and claims of a batch
         # share most of their evidence pools, so each sentence is parsed once.
-        self._cache: OrderedDict[tuple[SentenceId, str], list[Triplet]] = OrderedDict()
-        self._lock = threading.Lock()  # the service may extract for two requests at once
+        self._cache: LRU[tuple[SentenceId, str], list[Triplet]] = LRU(cache_sentences)
         self.parsed = 0  # sentences parsed so far (cache misses)
 
     def load(self) -> SyntacticExtractor:
@@ -97,28 +100,13 @@ class SyntacticExtractor:
             if not isinstance(ev, Evidence):
                 raise TypeError(f"evidence[{i}]: expected Evidence, got {type(ev).__name__}")
         self.load()
-        cache = self._cache
         keys = [(ev.sentence, ev.text) for ev in evidence]
-        with self._lock:
-            todo = list(dict.fromkeys(k for k in keys if k not in cache))
+        todo = self._cache.missing(keys)
         link_cache: dict[str, str] = {}
-        found = {}
         docs = self._nlp.pipe([detokenize(text) for _, text in todo], batch_size=self.config.batch_size)
-        for key, doc in zip(todo, docs, strict=True):
-            found[key] = self._from_doc(doc, key[0], link_cache)
-        out: list[Triplet] = []
-        with self._lock:
-            self.parsed += len(todo)
-            for key in keys:
-                facts = found.get(key)
-                if facts is None:
-                    facts = found[key] = cache[key]  # held here: a later eviction cannot lose it
-                cache[key] = facts
-                cache.move_to_end(key)
-                out.extend(facts)
-            while len(cache) > self.CACHE_SENTENCES:
-                cache.popitem(last=False)
-        return out
+        found = {key: self._from_doc(doc, key[0], link_cache) for key, doc in zip(todo, docs, strict=True)}
+        self.parsed += len(todo)
+        return [t for facts in self._cache.take(keys, found) for t in facts]
 
     # -- per sentence ---------------------------------------------------------------------------
 

@@ -12,7 +12,6 @@ import contextlib
 import logging
 import math
 import time
-from collections import OrderedDict
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,6 +20,7 @@ import numpy as np
 
 from garag.artifacts import build_artifact, read_meta
 from garag.config import DenseConfig
+from garag.lru import LRU
 from garag.text import detokenize, page_to_title
 from garag.types import Hit
 from retrievers.base import IndexContext
@@ -105,7 +105,7 @@ class FaissDenseRetriever:
         self._index: Any = None
         self._vectors: np.ndarray | None = None
         self._gpu_res: Any = None
-        self._query_lru: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._query_lru: LRU[str, np.ndarray] = LRU(_QUERY_LRU)
 
     # ----------------------------------------------------------------- build
     def settings(self, n: int | None = None) -> dict:
@@ -341,20 +341,10 @@ class FaissDenseRetriever:
         for i, q in enumerate(queries):
             if not isinstance(q, str) or not q.strip():
                 raise ValueError(f"{self.name}: query {i} is empty; a dense query needs text")
-        todo = list(dict.fromkeys(q for q in queries if q not in self._query_lru))
-        if todo:
-            for q, v in zip(todo, self.encoder.encode(todo), strict=True):
-                self._query_lru[q] = v
-        out = (
-            np.stack([self._query_lru[q] for q in queries])
-            if queries
-            else np.zeros((0, self.dim), np.float32)
-        )
-        for q in queries:
-            self._query_lru.move_to_end(q)
-        while len(self._query_lru) > _QUERY_LRU:
-            self._query_lru.popitem(last=False)
-        return out
+        todo = self._query_lru.missing(queries)
+        new = dict(zip(todo, self.encoder.encode(todo), strict=True)) if todo else {}
+        vectors = self._query_lru.take(queries, new)
+        return np.stack(vectors) if vectors else np.zeros((0, self.dim), np.float32)
 
     def search(self, query_vectors: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         """FAISS search: ``(scores, rows)``, each ``(n_queries, k)``; missing slots have row -1.

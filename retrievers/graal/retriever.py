@@ -17,9 +17,7 @@ from __future__ import annotations
 import logging
 import math
 import shutil
-import threading
 import time
-from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -27,6 +25,7 @@ import numpy as np
 
 from garag.artifacts import build_artifact, read_meta
 from garag.config import DenseConfig, GraalConfig
+from garag.lru import LRU
 from garag.types import Hit, Sentence, SentenceId
 from retrievers.base import IndexContext
 from retrievers.dense import sentence_text
@@ -126,9 +125,8 @@ class GraalRetriever:
         self.path: Path | None = None
         # The last claims' results, with their provenance: the service shows the paths of a claim
         # that retrieval has just searched, without searching it again.
-        self._recent: OrderedDict[str, GraalResult] = OrderedDict()
+        self._recent: LRU[str, GraalResult] = LRU(RECENT_RESULTS)
         self._recent_config = config
-        self._recent_lock = threading.Lock()
 
     def settings(self) -> dict:
         c = self.config
@@ -208,8 +206,7 @@ class GraalRetriever:
         """Open an already built graph database (``build`` does this, taking over the page
         ``tables`` of the store that built it)."""
         self.graph = GraphStore(db_path, tables=tables)
-        with self._recent_lock:
-            self._recent.clear()
+        self._recent.clear()
         self.linker = EntityLinker(self.graph.aliases, self.graph.page_info, **self.linker_options())
         self._n_sentences = max(self.graph.n_sentences(), 2)
 
@@ -349,15 +346,10 @@ class GraalRetriever:
         if not isinstance(query, str) or not query.strip():
             raise ValueError(f"query must be a non-empty string, got {query!r}")
         graph, _ = self._require()
-        recent = self._recent
         if mentions is None:
-            with self._recent_lock:
-                if self._recent_config is not self.config:  # results of other settings are stale
-                    recent.clear()
-                    self._recent_config = self.config
-                if query in recent:
-                    recent.move_to_end(query)
-                    return recent[query]
+            known = self._results().get(query)
+            if known is not None:
+                return known
         started = time.perf_counter()
         own = mentions is None
         if own:
@@ -374,19 +366,18 @@ class GraalRetriever:
 
     def clear_query_cache(self) -> None:
         """Forget the last claims' results (benchmarks time searches, not look-ups)."""
-        with self._recent_lock:
+        self._recent.clear()
+
+    def _results(self) -> LRU[str, GraalResult]:
+        """The last claims' results, emptied first when the settings changed since they were kept."""
+        if self._recent_config is not self.config:
             self._recent.clear()
+            self._recent_config = self.config
+        return self._recent
 
     def _remember(self, result: GraalResult) -> GraalResult:
         """Keep a claim's result (its mentions are the linker's) for a later ``search`` of it."""
-        with self._recent_lock:
-            if self._recent_config is not self.config:
-                self._recent.clear()
-                self._recent_config = self.config
-            self._recent[result.query] = result
-            self._recent.move_to_end(result.query)
-            while len(self._recent) > RECENT_RESULTS:
-                self._recent.popitem(last=False)
+        self._results().put(result.query, result)
         return result
 
     def retrieve_with_paths(self, query: str, k: int) -> list[GraalHit]:

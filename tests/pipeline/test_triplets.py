@@ -73,8 +73,7 @@ def test_each_sentence_is_parsed_once_and_gives_the_same_facts() -> None:
         if len(pool) >= 60:
             break
     first, second = pool[:40], pool[20:60] + pool[:5]
-    cached = SyntacticExtractor()
-    cached.CACHE_SENTENCES = 50
+    cached = SyntacticExtractor(cache_sentences=50)
     a, b = cached.extract(first), cached.extract(second)
     assert cached.parsed == 60  # the 25 sentences of the second pool seen before were not parsed again
     fresh = SyntacticExtractor().load()
