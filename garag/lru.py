@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Hashable, Iterable, Mapping
+from collections.abc import Callable, Hashable, Iterable
 from typing import Generic, TypeVar
 
 K = TypeVar("K", bound=Hashable)
@@ -17,7 +17,7 @@ V = TypeVar("V")
 
 
 class LRU(Generic[K, V]):
-    """At most ``size`` entries; ``get`` and ``take`` mark what they return as most recent.
+    """At most ``size`` entries; ``get`` and ``values`` mark what they return as most recent.
 
     Args:
         size: entries kept (at least 1).
@@ -27,6 +27,7 @@ class LRU(Generic[K, V]):
         if size < 1:
             raise ValueError(f"LRU size must be >= 1, got {size}")
         self.size = size
+        self.computed = 0  # keys that ``values`` had to compute (misses), over this map's life
         self._items: OrderedDict[K, V] = OrderedDict()
         self._lock = threading.Lock()
 
@@ -45,32 +46,42 @@ class LRU(Generic[K, V]):
             return self._items[key]
 
     def put(self, key: K, value: V) -> None:
-        self.take([key], {key: value})
-
-    def missing(self, keys: Iterable[K]) -> list[K]:
-        """The distinct keys not held, in first-seen order: the ones to compute."""
         with self._lock:
-            return list(dict.fromkeys(k for k in keys if k not in self._items))
+            self._store([(key, value)])
 
-    def take(self, keys: Iterable[K], new: Mapping[K, V]) -> list[V]:
-        """The values of ``keys`` in order, from ``new`` (stored) or held; all become most recent,
-        then the oldest beyond ``size`` are dropped.
+    def values(self, keys: Iterable[K], compute: Callable[[list[K]], Iterable[V]]) -> list[V]:
+        """The values of ``keys`` in order: held ones as they are, the others from one call of
+        ``compute(distinct missing keys, first-seen order)``, which returns their values in that
+        order, outside the lock.  All become most recent, then the oldest beyond ``size`` go.
+
+        Held values are read in the same locked step that decides what is missing, so a key that
+        another thread pushes out while ``compute`` runs is still answered.
 
         Raises:
-            KeyError: a key neither in ``new`` nor held (dropped since ``missing`` by as many
-                newer entries as ``size``, from another thread).
+            ValueError: ``compute`` returned another number of values than it was asked for.
         """
-        items = self._items
-        out = []
+        keys = list(keys)
         with self._lock:
-            for key in keys:
-                value = new[key] if key in new else items[key]
-                items[key] = value
-                items.move_to_end(key)
-                out.append(value)
-            while len(items) > self.size:
-                items.popitem(last=False)
+            known = {k: self._items[k] for k in keys if k in self._items}
+        todo = list(dict.fromkeys(k for k in keys if k not in known))
+        if todo:
+            new = list(compute(todo))
+            if len(new) != len(todo):
+                raise ValueError(f"LRU compute returned {len(new)} values for {len(todo)} keys")
+            known.update(zip(todo, new, strict=True))
+        out = [known[k] for k in keys]
+        with self._lock:
+            self.computed += len(todo)
+            self._store(zip(keys, out, strict=True))
         return out
+
+    def _store(self, pairs: Iterable[tuple[K, V]]) -> None:
+        items = self._items
+        for key, value in pairs:
+            items[key] = value
+            items.move_to_end(key)
+        while len(items) > self.size:
+            items.popitem(last=False)
 
     def clear(self) -> None:
         with self._lock:

@@ -82,7 +82,6 @@ class SyntacticExtractor:
         # A sentence's facts depend on its id and text only: program steps and claims of a batch
         # share most of their evidence pools, so each sentence is parsed once.
         self._cache: LRU[tuple[SentenceId, str], list[Triplet]] = LRU(cache_sentences)
-        self.parsed = 0  # sentences parsed so far (cache misses)
 
     def load(self) -> SyntacticExtractor:
         """Load the spaCy pipeline (shared per process); idempotent."""
@@ -101,12 +100,18 @@ class SyntacticExtractor:
                 raise TypeError(f"evidence[{i}]: expected Evidence, got {type(ev).__name__}")
         self.load()
         keys = [(ev.sentence, ev.text) for ev in evidence]
-        todo = self._cache.missing(keys)
         link_cache: dict[str, str] = {}
-        docs = self._nlp.pipe([detokenize(text) for _, text in todo], batch_size=self.config.batch_size)
-        found = {key: self._from_doc(doc, key[0], link_cache) for key, doc in zip(todo, docs, strict=True)}
-        self.parsed += len(todo)
-        return [t for facts in self._cache.take(keys, found) for t in facts]
+
+        def parse(todo: list[tuple[SentenceId, str]]) -> list[list[Triplet]]:
+            docs = self._nlp.pipe([detokenize(text) for _, text in todo], batch_size=self.config.batch_size)
+            return [self._from_doc(doc, key[0], link_cache) for key, doc in zip(todo, docs, strict=True)]
+
+        return [t for facts in self._cache.values(keys, parse) for t in facts]
+
+    @property
+    def parsed(self) -> int:
+        """Sentences parsed so far (cache misses)."""
+        return self._cache.computed
 
     # -- per sentence ---------------------------------------------------------------------------
 

@@ -341,9 +341,7 @@ class FaissDenseRetriever:
         for i, q in enumerate(queries):
             if not isinstance(q, str) or not q.strip():
                 raise ValueError(f"{self.name}: query {i} is empty; a dense query needs text")
-        todo = self._query_lru.missing(queries)
-        new = dict(zip(todo, self.encoder.encode(todo), strict=True)) if todo else {}
-        vectors = self._query_lru.take(queries, new)
+        vectors = self._query_lru.values(queries, lambda todo: list(self.encoder.encode(todo)))
         return np.stack(vectors) if vectors else np.zeros((0, self.dim), np.float32)
 
     def search(self, query_vectors: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
