@@ -187,25 +187,32 @@ def run_programs(
     """
     cfg = pipe.config
     programs: list[Program] = [pipe.programmer.program(c.text) for c in claims]
-    records: list[list[dict]] = []
-    # Question steps, in order: each answer may fill later slots (LLM programs only)
-    for program in programs:
-        answers: dict[str, str] = {}
-        steps = []
-        for step in program.steps:
+    records: list[list[dict]] = [[] for _ in programs]
+    answers: list[dict[str, str]] = [{} for _ in programs]
+    # Steps in rounds: round r takes each program's r-th step, so a step's slots are filled from the
+    # answers of its own program's earlier questions, and the round's questions (LLM programs
+    # only) are retrieved in one batch across the claims.
+    for r in range(max((len(p.steps) for p in programs), default=0)):
+        asked: list[tuple[int, dict]] = []
+        for i, program in enumerate(programs):
+            if r >= len(program.steps):
+                continue
+            step = program.steps[r]
             try:
-                text = fill_slots(step.text, answers)
+                text = fill_slots(step.text, answers[i])
             except ProgramError:
                 text = step.text  # an unanswered slot stays visible; the step is verified as written
             row = {"var": step.var, "kind": step.kind, "text": text}
+            records[i].append(row)
             if step.kind == "question":
-                ev = pipe.step_evidence([text])[0]
-                answer = title_answer(text, ev)
+                asked.append((i, row))
+        if asked:
+            found = pipe.step_evidence([row["text"] for _, row in asked])
+            for (i, row), ev in zip(asked, found, strict=True):
+                answer = title_answer(row["text"], ev)
                 if answer:
-                    answers[step.var] = answer
+                    answers[i][row["var"]] = answer
                 row.update({"answer": answer, "evidence": [e.sentence.to_json() for e in ev[:3]]})
-            steps.append(row)
-        records.append(steps)
     # Verify steps: one retrieval batch and one verifier batch for the whole claim batch
     todo: list[tuple[int, dict]] = []
     for i, (claim, steps) in enumerate(zip(claims, records, strict=True)):

@@ -16,6 +16,7 @@ from eval.fever_score import FeverPrediction, score_claims
 from eval.verification_eval import records_from_file, run_predictions, score_records
 from garag.config import Config, load_config
 from garag.types import Label, SentenceId
+from pipeline.programs import parse_step_lines
 from pipeline.verification import VerificationPipeline, hits_to_evidence
 
 
@@ -139,3 +140,57 @@ def test_graph_mode_reranks_the_pool_over_the_fact_graph(run, tiny_corpus: Path,
         assert {"decomposition", "retrieval", "triplets", "graph", "verification"} <= set(r.seconds)
         assert any(f.triplets for f in r.graph.facts)
         assert r.verdict.label in Label
+
+
+class FixedProgrammer:
+    """A fake programmer (stands in for the LLM one): each claim's program is written here."""
+
+    def __init__(self, programs: dict[str, str]) -> None:
+        self.programs = {claim: parse_step_lines(text) for claim, text in programs.items()}
+
+    def program(self, claim: str):
+        return self.programs[claim]
+
+
+def test_question_answers_fill_their_own_programs_slots_in_batched_rounds(run, monkeypatch):
+    """Programs with bridging questions in one batch: each round's questions are retrieved in one
+    call, each answer (the best sentence's page title the question does not name) fills only its
+    own program's later slots, and the batch gives what each claim gives alone."""
+    from pipeline.reasoning import run_programs, title_answer
+
+    _, pipe, claims, _, _ = run
+    beatles, lennon = claims[0], claims[5]
+    programmer = FixedProgrammer({
+        beatles.text: "Question: Which city were The Beatles formed in?\n"
+                      "Question: Which country is {answer_1} in?\n"
+                      "Verify: The Beatles were formed in {answer_2}.",
+        lennon.text: "Question: Which band did John Lennon belong to?\n"
+                     "Verify: {answer_1} were formed in Liverpool.",
+    })  # fmt: skip
+    batch = [beatles, lennon]
+    first = pipe.run(batch)  # the whole claims' verdicts, before any program
+    verdicts, evidence = [r.verdict for r in first], [r.evidence for r in first]
+    monkeypatch.setattr(pipe, "programmer", programmer)
+    calls: list[list[str]] = []
+    step_evidence = pipe.step_evidence
+
+    def counted(texts):
+        calls.append(list(texts))
+        return step_evidence(texts)
+
+    monkeypatch.setattr(pipe, "step_evidence", counted)
+    _, records, _ = run_programs(pipe, batch, verdicts, evidence)
+    # round 1: both first questions together; round 2: the Beatles' second question; then the Verify steps
+    assert calls[0] == ["Which city were The Beatles formed in?", "Which band did John Lennon belong to?"]
+    (a1, a2, v1), (b1, w1) = records[0]["steps"], records[1]["steps"]
+    for q in (a1, a2, b1):
+        assert q["answer"] == title_answer(q["text"], step_evidence([q["text"]])[0])
+    assert a1["answer"] and b1["answer"]
+    assert a2["text"] == f"Which country is {a1['answer']} in?" and calls[1] == [a2["text"]]
+    assert v1["text"] == f"The Beatles were formed in {a2['answer'] or '{answer_2}'}."
+    assert w1["text"] == f"{b1['answer']} were formed in Liverpool."
+    assert calls[2] == [v1["text"], w1["text"]] and len(calls) == 3
+    alone = [
+        run_programs(pipe, [c], [v], [e])[1][0] for c, v, e in zip(batch, verdicts, evidence, strict=True)
+    ]
+    assert alone == records
