@@ -12,11 +12,12 @@ with its verdict and evidence ids.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Hashable, Sequence
 from typing import Any, TypeVar
 
 from garag.config import Config
-from garag.text import normalize_title, page_to_title
+from garag.text import detokenize, normalize_title, page_to_title
 from garag.types import Claim, Evidence, Label, Verdict
 from pipeline.programs import Program, ProgramError, RuleProgrammer, aggregate_steps, fill_slots
 
@@ -44,6 +45,122 @@ def title_answer(question: str, evidence: Sequence[Evidence]) -> str | None:
         if normalize_title(e.sentence.page) not in asked:
             return title
     return None
+
+
+# What a question asks for: the spaCy entity types that can answer it, from the first of these
+# nouns after its "what" / "which" ("which city", "what is the name of the band"), else from its
+# wh-word ("how many", "when", "where", "who").  A question that says none of these takes any entity.
+_NOUN_TYPES: dict[str, frozenset[str]] = {
+    noun: frozenset(types.split())
+    for nouns, types in (
+        ("year date decade century month day", "DATE TIME"),
+        (
+            "city country state town county region province island nation river mountain village "
+            "capital continent place location borough district neighborhood area",
+            "GPE LOC FAC",
+        ),
+        (
+            "team band company club organization organisation group university college school party "
+            "label network newspaper magazine airline agency brand firm league studio channel",
+            "ORG",
+        ),
+        (
+            "film movie album song book novel show series game play opera single record episode poem "
+            "painting sitcom musical documentary",
+            "WORK_OF_ART",
+        ),
+        ("language", "LANGUAGE NORP"),
+        ("nationality", "NORP GPE"),
+        ("person man woman actor actress singer director writer author player musician", "PERSON"),
+    )
+    for noun in nouns.split()
+}
+_WH_TYPES: tuple[tuple[re.Pattern[str], frozenset[str]], ...] = tuple(
+    (re.compile(p, re.IGNORECASE), frozenset(types.split()))
+    for p, types in (
+        (r"\bhow (many|much|long|old|tall|high|large|big)\b", "CARDINAL QUANTITY MONEY DATE PERCENT"),
+        (r"\bwhen\b", "DATE TIME"),
+        (r"\bwhere\b", "GPE LOC FAC"),
+        (r"\bwho(m|se)?\b", "PERSON ORG"),
+    )
+)
+_WHAT = re.compile(r"\b(what|which)\b", re.IGNORECASE)
+_TITLE = "TITLE"  # the candidate that is the sentence's page title
+
+
+def asked_types(question: str) -> frozenset[str] | None:
+    """The entity types that answer ``question`` (None: it does not say; any entity)."""
+    what = _WHAT.search(question)
+    if what:
+        for word in _WORD.findall(question[what.end() :].casefold()):
+            types = _NOUN_TYPES.get(word) or (_NOUN_TYPES.get(word[:-1]) if word.endswith("s") else None)
+            if types:
+                return types
+    for pattern, types in _WH_TYPES:
+        if pattern.search(question):
+            return types
+    return None
+
+
+class EntityAnswerer:
+    """``reasoning.answer_from: entity``: a question's answer is the best-placed named entity of
+    its top evidence sentences (spaCy NER, or the sentence's page title) of the type its wh-phrase
+    asks for (a city for "which city", a person for "who", ...) that the question does not name.
+
+    Candidates are ranked by whether their type is asked for, then by their sentence's rank, then
+    by their place in it, page titles counting as the last entity of their sentence; a question
+    without a wh-phrase takes the first entity or title.  Without any candidate, ``title_answer``.
+    """
+
+    def __init__(self, spacy_model: str, sentences: int = 3) -> None:
+        self.spacy_model = spacy_model
+        self.sentences = sentences
+        self._nlp: Any = None
+
+    def answers(self, questions: Sequence[str], evidence: Sequence[Sequence[Evidence]]) -> list[str | None]:
+        """One answer per question, read from its evidence (best first); spaCy runs once per batch."""
+        if self._nlp is None:
+            from pipeline.nlp import load_spacy
+
+            self._nlp = load_spacy(self.spacy_model)
+        tops = [list(ev[: self.sentences]) for ev in evidence]
+        texts = [detokenize(e.text) for ev in tops for e in ev]
+        docs = iter(self._nlp.pipe(texts, disable=["parser", "lemmatizer"]))
+        return [self._answer(q, ev, [next(docs) for _ in ev]) for q, ev in zip(questions, tops, strict=True)]
+
+    @staticmethod
+    def _answer(question: str, evidence: Sequence[Evidence], docs: Sequence[Any]) -> str | None:
+        wanted = asked_types(question)
+        asked = _words(question)
+        best: tuple[tuple[int, int, int], str] | None = None
+        for rank, (e, doc) in enumerate(zip(evidence, docs, strict=True)):
+            title = page_to_title(e.sentence.page)
+            ents = [(ent.text, ent.label_) for ent in doc.ents]
+            # the title takes the type of an entity of its sentence that it names, else none
+            title_kind = next((k for t, k in ents if _words(t) and _words(t) <= _words(title)), _TITLE)
+            for place, (text, kind) in enumerate([*ents, (title, title_kind)]):
+                words = _words(text)
+                if not words or words <= asked:
+                    continue  # the question names it already
+                # 0: of an asked type (or any, when the question does not say); 1: a page title of
+                # no known type; 2: another type
+                fit = 0 if wanted is None or kind in wanted else 1 if kind == _TITLE else 2
+                key = (fit, rank, place)
+                if best is None or key < best[0]:
+                    best = (key, text)
+        if best is None or best[0][0] == 2:
+            return title_answer(question, evidence) or (best[1] if best else None)
+        return best[1]
+
+
+_WORD = re.compile(r"[^\W_]+")
+
+
+def _words(text: str) -> set[str]:
+    return {w for w in _WORD.findall(text.casefold()) if w not in _STOP}
+
+
+_STOP = frozenset("the a an of in on at to for and or by with from is was are were".split())
 
 
 def _combine(
@@ -164,6 +281,12 @@ def _union_verdicts(
     return verdicts, out_records, union
 
 
+def _answerer(pipe: Any) -> EntityAnswerer:
+    if pipe.answerer is None:
+        pipe.answerer = EntityAnswerer(pipe.config.decomposition.spacy_model)
+    return pipe.answerer
+
+
 def run_programs(
     pipe: Any,
     claims: Sequence[Claim],
@@ -207,9 +330,13 @@ def run_programs(
             if step.kind == "question":
                 asked.append((i, row))
         if asked:
-            found = pipe.step_evidence([row["text"] for _, row in asked])
-            for (i, row), ev in zip(asked, found, strict=True):
-                answer = title_answer(row["text"], ev)
+            questions = [row["text"] for _, row in asked]
+            found = pipe.step_evidence(questions)
+            if cfg.reasoning.answer_from == "entity":
+                given = _answerer(pipe).answers(questions, found)
+            else:
+                given = [title_answer(q, ev) for q, ev in zip(questions, found, strict=True)]
+            for (i, row), ev, answer in zip(asked, found, given, strict=True):
                 if answer:
                     answers[i][row["var"]] = answer
                 row.update({"answer": answer, "evidence": [e.sentence.to_json() for e in ev[:3]]})

@@ -90,6 +90,7 @@ class VerificationPipeline:
         self.graph: GraphStage | None = None
         self.llm_client = None
         self.programmer = None
+        self.answerer = None  # reasoning.answer_from: entity (pipeline.reasoning.EntityAnswerer), made on use
 
     @property
     def dataset(self) -> Dataset:

