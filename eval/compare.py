@@ -38,7 +38,7 @@ from garag.config import Config, load_config
 from garag.datasets import Dataset, dataset_from_config
 from garag.errors import ErrorPolicy
 from garag.jsonl import ResumableJsonl
-from garag.runs import output_dir, run_lock, set_aside
+from garag.runs import check_identity, output_dir, run_lock, set_aside
 from garag.types import Claim, Evidence
 from pipeline.retrieval import corpus_fingerprint
 
@@ -132,38 +132,10 @@ def _config_hash(config: Config) -> str:
     return settings_hash(config.hash_dict() | {"eval": None, "paths": None})
 
 
-def _changed(previous: dict, identity: dict, prefix: str = "") -> tuple[list[str], list[str]]:
-    """Keys whose values differ, and keys the earlier run did not record (nested one level)."""
-    changed, unknown = [], []
-    for key, value in identity.items():
-        if key not in previous:
-            unknown.append(prefix + key)
-        elif isinstance(value, dict) and isinstance(previous[key], dict):
-            c, u = _changed(previous[key], value, f"{prefix}{key}.")
-            changed += c
-            unknown += u
-        elif previous[key] != value:
-            changed.append(prefix + key)
-    return changed, unknown
-
-
 def _check_identity(run_dir: Path, identity: dict, force_new: bool = False) -> None:
     path = run_dir / "run.json"
-    if path.is_file():
-        previous = json.loads(path.read_text(encoding="utf-8"))
-        changed, unknown = _changed(previous, identity)
-        if unknown:  # written by an older garag: what it did not record cannot be checked
-            logger.warning(
-                "%s: run.json does not record %s; resuming without checking them", run_dir, unknown
-            )
-        if changed and not force_new:
-            raise ValueError(
-                f"{run_dir}: holds a run with other settings or inputs ({', '.join(changed)} differ); "
-                "use --force-new to set its predictions aside and start again, or another --run-id"
-            )
-        if changed:
-            moved = set_aside([run_dir / "predictions", path, run_dir / "env.json"])
-            logger.warning("%s: %s changed; earlier run set aside as %s", run_dir, changed, moved)
+    outputs = [run_dir / "predictions", run_dir / "env.json"]
+    check_identity(path, identity, force_new, outputs, "a run", "another --run-id")
     write_json_atomic(path, identity)
 
 

@@ -9,7 +9,6 @@ so a saved run can be re-scored without running any model.
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from collections.abc import Sequence
@@ -35,7 +34,7 @@ from garag.config import Config
 from garag.datasets import Dataset, dataset_from_config
 from garag.errors import ErrorPolicy, InputError
 from garag.jsonl import ResumableJsonl, read_records
-from garag.runs import claims_fingerprint, output_dir, run_lock, set_aside
+from garag.runs import check_identity, claims_fingerprint, output_dir, run_lock
 from garag.types import Claim, SentenceId
 from pipeline.retrieval import corpus_fingerprint
 from pipeline.verification import ClaimResult, VerificationPipeline, predicted_evidence
@@ -115,20 +114,8 @@ def _check_run_identity(
     """Record what produced a run; refuse to resume one made from anything else (or set it aside)."""
     path = out / "run.json"
     predictions = out / "predictions.jsonl"
-    if path.is_file() and predictions.is_file():
-        previous = json.loads(path.read_text(encoding="utf-8"))
-        unknown = sorted(k for k in identity if k not in previous)
-        if unknown:  # written by an older garag: what it did not record cannot be checked
-            logger.warning("%s: run.json does not record %s; resuming without checking them", out, unknown)
-        changed = sorted(k for k in identity if k in previous and previous[k] != identity[k])
-        if changed and not force_new:
-            raise ValueError(
-                f"{out}: holds predictions made from other settings or inputs ({', '.join(changed)} differ); "
-                "use --force-new to set them aside and start again, or another --out"
-            )
-        if changed:
-            moved = set_aside([predictions, path])
-            logger.warning("%s: %s changed; earlier predictions set aside as %s", out, changed, moved)
+    if predictions.is_file():
+        check_identity(path, identity, force_new, [predictions], "predictions", "another --out")
     out.mkdir(parents=True, exist_ok=True)
     skipped = {"counts": dict(policy.counts), "examples": policy.examples}
     write_json_atomic(path, {**identity, "config": config.to_dict(), "skipped": skipped})

@@ -5,6 +5,7 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import json
+import logging
 import os
 import time
 from collections.abc import Iterator, Sequence
@@ -12,6 +13,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from garag.types import Claim
+
+logger = logging.getLogger(__name__)
 
 LOCK_FILE = ".garag.lock"
 
@@ -74,3 +77,53 @@ def set_aside(paths: Sequence[Path]) -> list[Path]:
             os.replace(p, target)
             moved.append(target)
     return moved
+
+
+def changed_keys(previous: dict, identity: dict, prefix: str = "") -> tuple[list[str], list[str]]:
+    """Keys of ``identity`` whose values differ from ``previous``, and keys ``previous`` does not
+    record; dicts found on both sides are compared key by key (``a.b``)."""
+    changed, unknown = [], []
+    for key, value in identity.items():
+        if key not in previous:
+            unknown.append(prefix + key)
+        elif isinstance(value, dict) and isinstance(previous[key], dict):
+            c, u = changed_keys(previous[key], value, f"{prefix}{key}.")
+            changed += c
+            unknown += u
+        elif previous[key] != value:
+            changed.append(prefix + key)
+    return changed, unknown
+
+
+def check_identity(
+    run_json: Path, identity: dict, force_new: bool, outputs: Sequence[Path], what: str, hint: str
+) -> None:
+    """Refuse to resume a run that ``run_json`` records as made from other settings or inputs, or
+    with ``force_new`` set its ``outputs`` and ``run_json`` aside (nothing is deleted).
+
+    Args:
+        run_json: the earlier run's record (nothing to check when absent).
+        identity: what the run about to start is made from.
+        outputs: what the earlier run computed.
+        what: how the refusal names those outputs ("a run", "predictions").
+        hint: the other way out, after "use --force-new ...; or " ("another --out").
+
+    Raises:
+        ValueError: one line naming the directory and the keys that differ.
+    """
+    if not run_json.is_file():
+        return
+    previous = json.loads(run_json.read_text(encoding="utf-8"))
+    changed, unknown = changed_keys(previous, identity)
+    where = run_json.parent
+    if unknown:  # written by an older garag: what it did not record cannot be checked
+        logger.warning("%s: run.json does not record %s; resuming without checking them", where, unknown)
+    if not changed:
+        return
+    if not force_new:
+        raise ValueError(
+            f"{where}: holds {what} made from other settings or inputs ({', '.join(changed)} differ); "
+            f"use --force-new to set them aside and start again, or {hint}"
+        )
+    moved = set_aside([*outputs, run_json])
+    logger.warning("%s: %s changed; earlier %s set aside as %s", where, changed, what, moved)

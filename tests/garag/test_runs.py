@@ -1,0 +1,43 @@
+"""garag.runs.check_identity: the one refusal behind evaluate's and compare's resumable runs."""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+import pytest
+
+from garag.runs import changed_keys, check_identity
+
+
+def test_nested_keys_are_compared_one_by_one():
+    previous = {"claims": "c1", "models": {"baseline": "m1", "graph": "g1"}}
+    identity = {"claims": "c1", "models": {"baseline": "m2", "graph": "g1", "llm": "q"}, "seed": 3}
+    assert changed_keys(previous, identity) == (["models.baseline"], ["models.llm", "seed"])
+
+
+def test_a_run_from_other_inputs_is_refused_then_set_aside(tmp_path: Path, caplog):
+    run_json, out = tmp_path / "run.json", tmp_path / "predictions.jsonl"
+    check_identity(run_json, {"claims": "c1"}, False, [out], "predictions", "another --out")  # no run yet
+    run_json.write_text(json.dumps({"claims": "c1", "config": {"k": 5}}), encoding="utf-8")
+    out.write_text('{"id": 1}\n', encoding="utf-8")
+    with caplog.at_level(logging.WARNING):  # an older run.json without "seed": resumed, with a warning
+        check_identity(run_json, {"claims": "c1", "seed": 3}, False, [out], "predictions", "another --out")
+    assert "does not record ['seed']" in caplog.text and out.is_file()
+    with pytest.raises(ValueError) as err:
+        check_identity(
+            run_json, {"claims": "c2", "config": {"k": 5}}, False, [out], "predictions", "another --out"
+        )
+    assert str(err.value) == (
+        f"{tmp_path}: holds predictions made from other settings or inputs (claims differ); "
+        "use --force-new to set them aside and start again, or another --out"
+    )
+    assert out.is_file() and run_json.is_file()  # nothing moved on a refusal
+    check_identity(
+        run_json, {"claims": "c2", "config": {"k": 6}}, True, [out], "predictions", "another --out"
+    )
+    assert not out.exists() and not run_json.exists()
+    stale = sorted(p.name.split(".stale-")[0] for p in tmp_path.iterdir())
+    assert stale == ["predictions", "run"]  # both kept, renamed
+    assert [p.read_text(encoding="utf-8") for p in tmp_path.glob("predictions.stale-*")] == ['{"id": 1}\n']
