@@ -43,6 +43,15 @@ def page_to_title(page_id: str) -> str:
     return _BRACKET_RE.sub(lambda m: _PTB_BRACKETS[m.group(0)], page_id.replace("_", " "))
 
 
+_TITLE_BRACKETS = {v: k for k, v in _PTB_BRACKETS.items() if k.startswith("-")}
+
+
+def title_to_page(title: str) -> str:
+    """Readable title -> FEVER page id (``page_to_title``'s inverse): spaces to underscores,
+    brackets to PTB tokens."""
+    return "".join(_TITLE_BRACKETS.get(ch, ch) for ch in "_".join(title.split()))
+
+
 def normalize_title(page_id: str, strip_disambiguation: bool = True) -> str:
     """Normalised key for title matching.
 

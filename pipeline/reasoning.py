@@ -17,7 +17,7 @@ from collections.abc import Callable, Hashable, Sequence
 from typing import Any, TypeVar
 
 from garag.config import Config
-from garag.text import detokenize, normalize_title, page_to_title
+from garag.text import detokenize, normalize_title, page_to_title, title_to_page
 from garag.types import Claim, Evidence, Label, Verdict
 from pipeline.programs import Program, ProgramError, RuleProgrammer, aggregate_steps, fill_slots
 
@@ -78,16 +78,33 @@ _NOUN_TYPES: dict[str, frozenset[str]] = {
 _WH_TYPES: tuple[tuple[re.Pattern[str], frozenset[str]], ...] = tuple(
     (re.compile(p, re.IGNORECASE), frozenset(types.split()))
     for p, types in (
-        (r"\bhow (many|much|long|old|tall|high|large|big)\b", "CARDINAL QUANTITY MONEY DATE PERCENT"),
+        (r"\bhow (old|long)\b", "DATE CARDINAL QUANTITY"),
+        (r"\bhow (many|much|tall|high|large|big)\b", "CARDINAL QUANTITY MONEY PERCENT"),
         (r"\bwhen\b", "DATE TIME"),
         (r"\bwhere\b", "GPE LOC FAC"),
-        (r"\bwho(m|se)?\b", "PERSON ORG"),
+        (r"\bwho(m|se)?\b", "PERSON"),
     )
 )
+# Types that answer a question less well than the asked ones, as well as a page title of no known
+# type: "who" may mean a band or a company.
+_SECOND_CHOICE = {frozenset({"PERSON"}): frozenset({"ORG", "NORP"})}
 # "Who was John Severin?", "What is The Others?": a question that only asks what a named thing is.
 _IDENTITY = re.compile(
     r"^\s*(?:who|what)\s+(?:is|was|are|were)\s+((?:\S+\s*){1,6}?)\s*\?+\s*$", re.IGNORECASE
 )
+_NAME_PARTICLES = frozenset("of the de van von der du la le and & jr. sr.".split())
+
+
+def _is_name(text: str) -> bool:
+    """A proper name: capitalised words, with particles ("of", "van", ...) only after the first."""
+    words = text.split()
+    return (
+        bool(words)
+        and words[0][:1].isupper()
+        and all(w[:1].isupper() or w.casefold() in _NAME_PARTICLES for w in words)
+    )
+
+
 _WHAT = re.compile(r"\b(what|which)\b", re.IGNORECASE)
 _TITLE = "TITLE"  # the candidate that is the sentence's page title
 
@@ -107,19 +124,33 @@ def asked_types(question: str) -> frozenset[str] | None:
 
 
 class EntityAnswerer:
-    """``reasoning.answer_from: entity``: a question's answer is the best-placed named entity of
-    its top evidence sentences (spaCy NER, or the sentence's page title) of the type its wh-phrase
-    asks for (a city for "which city", a person for "who", ...) that the question does not name.
-    A question that only asks what a named thing is ("Who was John Severin?") is answered by
-    that name: its slot stands for the thing.
+    """``reasoning.answer_from: entity``: a question's answer is a named entity of its top evidence
+    sentences (spaCy NER, or the sentence's page title) of the type its wh-phrase asks for (a
+    city for "which city", a person for "who", ...) that the question does not name.
 
-    Candidates are ranked by whether their type is asked for, then by their sentence's rank, then
-    by their place in it, page titles counting as the last entity of their sentence; a question
-    without a wh-phrase takes the first entity or title.  Without any candidate, ``title_answer``.
+    Candidates are ranked in tiers, then by their sentence's rank, then by their place in it
+    (a page title counts as the last entity of its sentence):
+
+    0. of an asked type (any type when the question does not say) and a page of the corpus:
+       the sentence's page title, or an entity that names a page;
+    1. of an asked type, naming no page;
+    2. of a second-choice type ("who": an organisation), or a page title of no known type;
+
+    and without any, the title answer (``title_answer``).  A question that only asks what a
+    named thing is ("Who was John Severin?") is answered by that name: its slot stands for the
+    thing.  A yes/no question ("Did ...?") asks for no entity: the title answer.
+
+    Args:
+        spacy_model: the spaCy pipeline (its NER).
+        has_page: whether a page id is in the corpus (None: no entity counts as a page).
+        sentences: how many of the question's top sentences are read.
     """
 
-    def __init__(self, spacy_model: str, sentences: int = 3) -> None:
+    def __init__(
+        self, spacy_model: str, has_page: Callable[[str], bool] | None = None, sentences: int = 3
+    ) -> None:
         self.spacy_model = spacy_model
+        self.has_page = has_page or (lambda page: False)
         self.sentences = sentences
         self._nlp: Any = None
 
@@ -134,32 +165,54 @@ class EntityAnswerer:
         docs = iter(self._nlp.pipe(texts, disable=["parser", "lemmatizer"]))
         return [self._answer(q, ev, [next(docs) for _ in ev]) for q, ev in zip(questions, tops, strict=True)]
 
-    @staticmethod
-    def _answer(question: str, evidence: Sequence[Evidence], docs: Sequence[Any]) -> str | None:
+    def _answer(self, question: str, evidence: Sequence[Evidence], docs: Sequence[Any]) -> str | None:
         named = _IDENTITY.match(question)
-        if named and any(w[:1].isupper() for w in named.group(1).split()):
+        if named and _is_name(named.group(1)):
             return named.group(1)  # "Who was John Severin?": the slot stands for the entity it names
+        if _YES_NO.match(question):
+            return title_answer(question, evidence)
         wanted = asked_types(question)
+        second = _SECOND_CHOICE.get(wanted, frozenset()) if wanted else frozenset()
         asked = _words(question)
         best: tuple[tuple[int, int, int], str] | None = None
         for rank, (e, doc) in enumerate(zip(evidence, docs, strict=True)):
             title = page_to_title(e.sentence.page)
-            ents = [(ent.text, ent.label_) for ent in doc.ents]
-            # the title takes the type of an entity of its sentence that it names, else none
-            title_kind = next((k for t, k in ents if _words(t) and _words(t) <= _words(title)), _TITLE)
+            ents = [(_entity_text(ent.text), ent.label_) for ent in doc.ents]
+            # the title takes the type of an entity of its sentence that names it or that it names
+            # ("Ricky Dene Gervais" for "Ricky Gervais"), else none
+            tw = _words(normalize_title(e.sentence.page))  # without "(1997 film)"
+            title_kind = next(
+                (k for t, k in ents if k in _NAME_TYPES and (w := _words(t)) and (w <= tw or tw <= w)), _TITLE
+            )
             for place, (text, kind) in enumerate([*ents, (title, title_kind)]):
                 words = _words(text)
                 if not words or words <= asked:
                     continue  # the question names it already
-                # 0: of an asked type (or any, when the question does not say); 1: a page title of
-                # no known type; 2: another type
-                fit = 0 if wanted is None or kind in wanted else 1 if kind == _TITLE else 2
-                key = (fit, rank, place)
+                fits = wanted is None or kind in wanted
+                if fits and (place == len(ents) or self.has_page(title_to_page(text))):
+                    tier = 0
+                elif fits:
+                    tier = 1
+                elif kind == _TITLE or kind in second:
+                    tier = 2
+                else:
+                    continue
+                key = (tier, rank, place)
                 if best is None or key < best[0]:
                     best = (key, text)
-        if best is None or best[0][0] == 2:
-            return title_answer(question, evidence) or (best[1] if best else None)
-        return best[1]
+        return best[1] if best else title_answer(question, evidence)
+
+
+def _entity_text(text: str) -> str:
+    """An NER span as a name: without a leading "the" or a trailing possessive."""
+    text = re.sub(r"^(the|a|an)\s+", "", text, flags=re.IGNORECASE)
+    return re.sub(r"\s*['’]s$", "", text)
+
+
+_NAME_TYPES = frozenset("PERSON NORP FAC ORG GPE LOC PRODUCT EVENT WORK_OF_ART LAW LANGUAGE".split())
+_YES_NO = re.compile(
+    r"^\s*(is|was|are|were|do|does|did|has|have|had|can|could|will|would|should)\b", re.IGNORECASE
+)
 
 
 _WORD = re.compile(r"[^\W_]+")
@@ -292,7 +345,7 @@ def _union_verdicts(
 
 def _answerer(pipe: Any) -> EntityAnswerer:
     if pipe.answerer is None:
-        pipe.answerer = EntityAnswerer(pipe.config.decomposition.spacy_model)
+        pipe.answerer = EntityAnswerer(pipe.config.decomposition.spacy_model, pipe.store.has_page)
     return pipe.answerer
 
 

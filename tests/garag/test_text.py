@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from garag.text import detokenize, normalize_title, page_to_title
+from garag.text import detokenize, normalize_title, page_to_title, title_to_page
 
 
 @pytest.mark.parametrize(
@@ -28,3 +28,16 @@ def test_titles():
     assert normalize_title("Liverpool_-LRB-band-RRB-") == "liverpool"
     assert normalize_title("Liverpool_-LRB-band-RRB-", strip_disambiguation=False) == "liverpool (band)"
     assert normalize_title("Star_Wars-COLON-_The_Force") == "star wars: the force"
+
+
+@pytest.mark.parametrize(
+    ("title", "page"),
+    [
+        ("Titanic (1997 film)", "Titanic_-LRB-1997_film-RRB-"),
+        ("Married... with  Children", "Married..._with_Children"),
+        ("Star Wars: Episode I", "Star_Wars-COLON-_Episode_I"),
+    ],
+)
+def test_titles_map_back_to_page_ids(title: str, page: str):
+    assert title_to_page(title) == page
+    assert page_to_title(page) == " ".join(title.split())

@@ -173,7 +173,7 @@ def test_question_answers_fill_their_own_programs_slots_in_batched_rounds(run, m
     verdicts, evidence = [r.verdict for r in first], [r.evidence for r in first]
     monkeypatch.setattr(pipe, "programmer", programmer)
     monkeypatch.setattr(pipe.config.reasoning, "answer_from", answer_from)
-    entity = EntityAnswerer(pipe.config.decomposition.spacy_model)
+    entity = EntityAnswerer(pipe.config.decomposition.spacy_model, pipe.store.has_page)
 
     def answer(question: str, evidence) -> str | None:
         return (
