@@ -328,7 +328,12 @@ def _union_verdicts(
     ]
     verdicts = list(pipe.verifier.verify_batch([c.text for c in claims], union))
     for i, (program, v) in enumerate(zip(programs, verdicts, strict=True)):
-        steps = "; ".join(f"{s.var}: {s.text!r}" for s in program.steps)
+        # the steps as run: slots filled, each question with its answer
+        steps = "; ".join(
+            f"{r['var']}: {r['text']!r}"
+            + (f" -> {r.get('answer') or '(no answer)'}" if r["kind"] == "question" else "")
+            for r in records[i]
+        )
         verdicts[i] = Verdict(
             v.label,
             f"Program ({program.source}; the claim read with every step's evidence): {steps}. "

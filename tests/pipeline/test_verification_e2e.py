@@ -205,5 +205,10 @@ def test_question_answers_fill_their_own_programs_slots_in_batched_rounds(run, m
         run_programs(pipe, [c], [v], [e])[1][0] for c, v, e in zip(batch, verdicts, evidence, strict=True)
     ]
     assert alone == records
+    # with combine: union the explanation shows the steps as run: answers, and slots filled
+    monkeypatch.setattr(pipe.config.reasoning, "combine", "union")
+    union, _, _ = run_programs(pipe, batch, verdicts, evidence)
+    assert f"answer_1: {a1['text']!r} -> {a1['answer']}" in union[0].explanation
+    assert f"fact_1: {w1['text']!r}" in union[1].explanation and "{answer_1}" not in union[1].explanation
     if answer_from == "entity":  # the city the first question asks for (the title answer: "John Lennon")
         assert a1["answer"] == "Liverpool"
