@@ -135,13 +135,14 @@ class LLMProgrammer:
 
     The reply is ``Verify: ...`` / ``Question: ...`` lines (a prompt with ``reply: lines``, the
     default prompt) or schema-constrained JSON (``reply: json``), then validated as a program
-    (slots answered before use, at least one Verify step, at most ``max_steps``); an unusable
+    (slots answered before use, at least one Verify step, at most ``accept_steps``); an unusable
     reply gives the rule program instead.  ``counts`` tallies "llm" and "fallback" programs.
 
     Args:
         client: a loaded LLMClient (cached, so a rerun asks nothing again).
         fallback: the rule programmer.
-        max_steps: upper bound on steps.
+        max_steps: the steps the prompt asks for at most.
+        accept_steps: a reply of up to this many steps is used (0: ``max_steps``).
     """
 
     name = "llm"
@@ -152,10 +153,12 @@ class LLMProgrammer:
         fallback: RuleProgrammer,
         max_steps: int = 4,
         prompt: PromptFile | None = None,
+        accept_steps: int = 0,
     ) -> None:
         self.client = client
         self.fallback = fallback
         self.max_steps = max_steps
+        self.accept_steps = max(max_steps, accept_steps)
         self.prompt = prompt if prompt is not None else load_prompt("program")
         self.counts: dict[str, int] = {}
 
@@ -165,11 +168,11 @@ class LLMProgrammer:
             text = self.client.chat_text("program", messages, prompt_sha=self.prompt.sha256)
             if text.value is None:
                 raise ProgramError(f"the model gave no program ({text.reason})")
-            return parse_step_lines(text.value, self.max_steps)
+            return parse_step_lines(text.value, self.accept_steps)
         reply = self.client.chat_json("program", messages, ProgramReply, prompt_sha=self.prompt.sha256)
         if reply.value is None:
             raise ProgramError("the model gave no valid program")
-        return program_from_steps([(s.op, s.text) for s in reply.value.steps], self.max_steps)
+        return program_from_steps([(s.op, s.text) for s in reply.value.steps], self.accept_steps)
 
     def program(self, claim: str) -> Program:
         if not claim.strip():

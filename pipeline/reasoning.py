@@ -34,7 +34,8 @@ def make_programmer(config: Config, llm_client: Any = None) -> Any:
         return rule
     from pipeline.llm_stages import LLMProgrammer
 
-    return LLMProgrammer(llm_client, rule, config.reasoning.max_steps)
+    reasoning = config.reasoning
+    return LLMProgrammer(llm_client, rule, reasoning.max_steps, accept_steps=reasoning.accept_steps)
 
 
 def title_answer(question: str, evidence: Sequence[Evidence]) -> str | None:

@@ -36,7 +36,10 @@ class ReasoningConfig(Section):
         programs: "none" (verify the claim as a whole), "rule" (spaCy clauses -> Verify steps)
             or "llm" (few-shot ProgramFC-style programs from the chat model, validated, cached,
             with the rule program as fallback).
-        max_steps: at most this many steps per program.
+        max_steps: at most this many steps per program (what the LLM prompt asks for, and the
+            rule programmer's limit).
+        accept_steps: an LLM program of up to this many steps is used although the prompt asked
+            for at most ``max_steps`` (0: ``max_steps``); a longer one falls back to the rule program.
         verify_claim: also verify the whole claim on its own retrieved evidence, as one more
             step of the AND.
         combine: "and": the verdict is the logical AND of the step verdicts (each step verified on
@@ -45,16 +48,20 @@ class ReasoningConfig(Section):
             the first ``verifier.top_k``), so a joint-evidence verifier reads every hop together.
         answer_from: how a Question step's answer is taken from its top evidence: "title" =
             the page title of the best sentence whose title the question does not already name;
-            "entity" = the first named entity (spaCy NER, or a page title) of the type the
-            question's wh-phrase asks for, in the top 3 sentences, that the question does not name.
+            "entity" = a named entity (spaCy NER, or a page title) of the type the question's
+            wh-phrase asks for, in its top 3 sentences, that it does not name, a page of the corpus
+            first (``pipeline.reasoning.EntityAnswerer``).
     """
 
     section: ClassVar[str] = "reasoning"
     programs: Literal["none", "rule", "llm"] = "none"
     max_steps: Int = Field(4, ge=1, le=8)
+    accept_steps: Int = Field(0, ge=0, le=16)
     verify_claim: Bool = True
     combine: Literal["and", "union"] = "and"
     answer_from: Literal["title", "entity"] = "title"
+
+    HASH_OPTIONAL: ClassVar[dict[str, object]] = {"accept_steps": 0}
 
 
 class TripletConfig(Section):

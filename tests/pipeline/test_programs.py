@@ -237,3 +237,42 @@ def test_two_way_decision_thresholds_the_supports_score():
     assert low.evidence == v.evidence and low.scores == v.scores
     nei = Verdict(Label.NOT_ENOUGH_INFO, "e.", (), scores)
     assert two_way(nei, 0.3).label is Label.SUPPORTS
+
+
+class StepLinesClient:
+    """A fake chat client (the model's reply is fixed here): replies with ``reply``, recording what it
+    was asked."""
+
+    def __init__(self, reply: str) -> None:
+        self.reply = reply
+        self.asked: list[str] = []
+
+    def chat_text(self, stage, messages, prompt_sha=""):  # noqa: ANN001
+        from garag.llm.client import Structured
+
+        self.asked.append(messages[-1].content)
+        return Structured(self.reply, self.reply)
+
+
+def test_programs_longer_than_asked_for_are_used_up_to_accept_steps():
+    from pipeline.decompose import RuleDecomposer
+    from pipeline.llm_stages import LLMProgrammer
+
+    rule = RuleProgrammer(RuleDecomposer().load().subclaims, max_steps=2)
+    claim = "Dum Dum Motijheel College is located in Kolkata, the capital of West Bengal."
+    client = StepLinesClient(
+        "Question: Which city is Dum Dum Motijheel College in?\n"
+        "Verify: Dum Dum Motijheel College is located in {answer_1}.\n"
+        "Verify: {answer_1} is the capital of West Bengal."
+    )
+    strict = LLMProgrammer(client, rule, max_steps=2)
+    fallback = strict.program(claim)
+    assert fallback.source == "rule-fallback" and fallback.notes == ("3 steps (at most 2)",)
+    loose = LLMProgrammer(client, rule, max_steps=2, accept_steps=3)
+    program = loose.program(claim)
+    assert program.source == "llm" and [s.kind for s in program.steps] == ["question", "verify", "verify"]
+    assert loose.counts == {"llm": 1} and strict.counts == {"fallback": 1}
+    # the prompt still asks for at most max_steps
+    assert client.asked[0] == client.asked[1] and "At most 2 steps." in client.asked[1]
+    client.reply += "\nVerify: West Bengal is in India."
+    assert loose.program(claim).source == "rule-fallback"  # 4 steps > accept_steps
