@@ -143,6 +143,8 @@ class LLMProgrammer:
         fallback: the rule programmer.
         max_steps: the steps the prompt asks for at most.
         accept_steps: a reply of up to this many steps is used (0: ``max_steps``).
+        max_tokens: a step-lines reply is cut at this many tokens and then unusable (None: the
+            client's ``llm.max_tokens``).
     """
 
     name = "llm"
@@ -154,18 +156,22 @@ class LLMProgrammer:
         max_steps: int = 4,
         prompt: PromptFile | None = None,
         accept_steps: int = 0,
+        max_tokens: int | None = None,
     ) -> None:
         self.client = client
         self.fallback = fallback
         self.max_steps = max_steps
         self.accept_steps = max(max_steps, accept_steps)
+        self.max_tokens = max_tokens or None
         self.prompt = prompt if prompt is not None else load_prompt("program")
         self.counts: dict[str, int] = {}
 
     def _ask(self, claim: str) -> Program:
         messages = self.prompt.render(claim=_norm(claim), max_steps=self.max_steps)
         if self.prompt.reply == "lines":  # plain step lines: no grammar, about half the tokens of JSON
-            text = self.client.chat_text("program", messages, prompt_sha=self.prompt.sha256)
+            text = self.client.chat_text(
+                "program", messages, prompt_sha=self.prompt.sha256, max_tokens=self.max_tokens
+            )
             if text.value is None:
                 raise ProgramError(f"the model gave no program ({text.reason})")
             return parse_step_lines(text.value, self.accept_steps)

@@ -35,7 +35,13 @@ def make_programmer(config: Config, llm_client: Any = None) -> Any:
     from pipeline.llm_stages import LLMProgrammer
 
     reasoning = config.reasoning
-    return LLMProgrammer(llm_client, rule, reasoning.max_steps, accept_steps=reasoning.accept_steps)
+    return LLMProgrammer(
+        llm_client,
+        rule,
+        reasoning.max_steps,
+        accept_steps=reasoning.accept_steps,
+        max_tokens=reasoning.program_tokens,
+    )
 
 
 def title_answer(question: str, evidence: Sequence[Evidence]) -> str | None:

@@ -60,10 +60,17 @@ class LangChainChat:
         self._call_kwargs = call_kwargs
 
     def complete(
-        self, messages: Sequence[ChatMessage], schema: dict[str, Any] | None, timeout_s: float
+        self,
+        messages: Sequence[ChatMessage],
+        schema: dict[str, Any] | None,
+        timeout_s: float,
+        max_tokens: int | None = None,
     ) -> ChatReply:
+        kwargs = self._call_kwargs(schema, timeout_s)
+        if max_tokens is not None:  # both backends take it per call (llama.cpp's and OpenAI's)
+            kwargs["max_tokens"] = int(max_tokens)
         try:
-            msg = self.model.invoke(_to_langchain(messages), **self._call_kwargs(schema, timeout_s))
+            msg = self.model.invoke(_to_langchain(messages), **kwargs)
         except Exception as e:
             if _is_timeout(e):
                 raise LLMTimeoutError(

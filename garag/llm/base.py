@@ -51,9 +51,14 @@ class ChatModel(Protocol):
     fingerprint: str
 
     def complete(
-        self, messages: Sequence[ChatMessage], schema: dict[str, Any] | None, timeout_s: float
+        self,
+        messages: Sequence[ChatMessage],
+        schema: dict[str, Any] | None,
+        timeout_s: float,
+        max_tokens: int | None = None,
     ) -> ChatReply:
-        """One call; raises LLMTimeoutError past ``timeout_s`` and other exceptions on failure."""
+        """One call (at most ``max_tokens`` completion tokens when given, else the configured
+        number); raises LLMTimeoutError past ``timeout_s`` and other exceptions on failure."""
         ...
 
 

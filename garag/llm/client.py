@@ -114,8 +114,10 @@ class LLMClient:
         messages: Sequence[ChatMessage],
         schema: dict[str, Any] | None = None,
         prompt_sha: str = "",
+        max_tokens: int | None = None,
     ) -> ChatReply:
-        """One cached call with retries; raises LLMTimeoutError or LLMError when it finally fails."""
+        """One cached call with retries (``max_tokens``: this call's completion budget instead of
+        ``llm.max_tokens``); raises LLMTimeoutError or LLMError when it finally fails."""
         if self.chat is None:
             self.load()
         if self.chat is None:
@@ -125,7 +127,7 @@ class LLMClient:
             messages,
             self.config.temperature,
             self.config.seed,
-            self.config.max_tokens,
+            self.config.max_tokens if max_tokens is None else max_tokens,
             schema,
             prompt_sha,
         )
@@ -138,7 +140,10 @@ class LLMClient:
         while True:
             self.stats.add(stage, calls=1)
             try:
-                reply = self.chat.complete(messages, schema, self.config.timeout_s)
+                if max_tokens is None:
+                    reply = self.chat.complete(messages, schema, self.config.timeout_s)
+                else:
+                    reply = self.chat.complete(messages, schema, self.config.timeout_s, max_tokens)
             except LLMTimeoutError:
                 self.stats.add(stage, timeouts=1)
                 raise
@@ -209,23 +214,35 @@ class LLMClient:
         finally:
             self.stats.add(stage, seconds=time.perf_counter() - started)
 
-    def chat_text(self, stage: str, messages: Sequence[ChatMessage], prompt_sha: str = "") -> Structured[str]:
+    def chat_text(
+        self, stage: str, messages: Sequence[ChatMessage], prompt_sha: str = "", max_tokens: int | None = None
+    ) -> Structured[str]:
         """Ask for plain text (no schema, no grammar: the stage parses it); a timeout or a failed
-        call returns the fallback marker, counted like ``chat_json``'s."""
+        call returns the fallback marker, counted like ``chat_json``'s, and so does a reply cut
+        at ``max_tokens`` (reason "length"), which a stage cannot tell from a whole one."""
         started = time.perf_counter()
         self.stats.add(stage, requests=1)
         try:
-            reply = self._first_call(stage, messages, None, prompt_sha)
+            reply = self._first_call(stage, messages, None, prompt_sha, max_tokens)
         finally:
             self.stats.add(stage, seconds=time.perf_counter() - started)
-        return reply if isinstance(reply, Structured) else Structured(reply.text, reply.text)
+        if isinstance(reply, Structured):
+            return reply
+        if max_tokens is not None and reply.completion_tokens >= max_tokens:
+            return self._fallback(stage, reply.text, "length")
+        return Structured(reply.text, reply.text)
 
     def _first_call(
-        self, stage: str, messages: Sequence[ChatMessage], schema: dict[str, Any] | None, prompt_sha: str
+        self,
+        stage: str,
+        messages: Sequence[ChatMessage],
+        schema: dict[str, Any] | None,
+        prompt_sha: str,
+        max_tokens: int | None = None,
     ) -> ChatReply | Structured[Any]:
         """``complete``, or the fallback marker (counted) when the call times out or fails."""
         try:
-            return self.complete(stage, messages, schema, prompt_sha)
+            return self.complete(stage, messages, schema, prompt_sha, max_tokens)
         except LLMTimeoutError as e:
             logger.warning("%s: %s; falling back", stage, e)
             return self._fallback(stage, "", "timeout")

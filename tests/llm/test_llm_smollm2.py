@@ -187,3 +187,19 @@ def test_llm_programmer_gives_a_valid_program_or_the_counted_rule_fallback(chat,
     fallback = slow.program(claim)
     assert fallback.source == "rule-fallback" and slow.counts == {"fallback": 1}
     assert [s.text for s in fallback.steps] == [s.text for s in rule.program(claim).steps]
+
+
+def test_a_reply_cut_at_its_token_budget_is_a_counted_fallback(chat, tmp_path):
+    """A per-call token budget (the program stage's ``reasoning.program_tokens``): a reply cut there
+    cannot be told from a whole one, so it is the fallback marker; budgets are cached apart."""
+    client = _client(chat, tmp_path)
+    msgs = [ChatMessage("user", "What is the capital of France? Reply with one word.")]
+    cut = client.chat_text("program", msgs, max_tokens=1)
+    assert cut.value is None and cut.reason == "length" and cut.raw
+    st = client.stats.stage("program")
+    assert st.fallbacks == 1 and st.completion_tokens == 1 and st.calls == 1
+    whole = client.chat_text("program", msgs, max_tokens=48)
+    assert whole.value is not None and client.stats.stage("program").calls == 2  # another cache key
+    assert whole.value.startswith(cut.raw)  # greedy decoding: the cut reply is the whole one's start
+    again = client.chat_text("program", msgs, max_tokens=1)  # from the cache, and still cut
+    assert again.reason == "length" and client.stats.stage("program").calls == 2

@@ -246,11 +246,13 @@ class StepLinesClient:
     def __init__(self, reply: str) -> None:
         self.reply = reply
         self.asked: list[str] = []
+        self.budgets: list[int | None] = []
 
-    def chat_text(self, stage, messages, prompt_sha=""):  # noqa: ANN001
+    def chat_text(self, stage, messages, prompt_sha="", max_tokens=None):  # noqa: ANN001
         from garag.llm.client import Structured
 
         self.asked.append(messages[-1].content)
+        self.budgets.append(max_tokens)
         return Structured(self.reply, self.reply)
 
 
@@ -268,11 +270,12 @@ def test_programs_longer_than_asked_for_are_used_up_to_accept_steps():
     strict = LLMProgrammer(client, rule, max_steps=2)
     fallback = strict.program(claim)
     assert fallback.source == "rule-fallback" and fallback.notes == ("3 steps (at most 2)",)
-    loose = LLMProgrammer(client, rule, max_steps=2, accept_steps=3)
+    loose = LLMProgrammer(client, rule, max_steps=2, accept_steps=3, max_tokens=128)
     program = loose.program(claim)
     assert program.source == "llm" and [s.kind for s in program.steps] == ["question", "verify", "verify"]
     assert loose.counts == {"llm": 1} and strict.counts == {"fallback": 1}
     # the prompt still asks for at most max_steps
     assert client.asked[0] == client.asked[1] and "At most 2 steps." in client.asked[1]
+    assert client.budgets == [None, 128]  # the reply's token budget goes with the call
     client.reply += "\nVerify: West Bengal is in India."
     assert loose.program(claim).source == "rule-fallback"  # 4 steps > accept_steps
