@@ -57,13 +57,16 @@ def main(argv: list[str] | None = None) -> int:
         llm_programs = config.reasoning.programs == "llm"
         llm_cache = None
         pipe = VerificationPipeline(config, progress=False).build()
-        if llm_programs:  # a private, empty response cache, so that the first pass is cold
+        claims = list(pipe.dataset.claims())[: args.claims]
+        if llm_programs:  # private response caches: the warm-up's, then an empty one for the cold pass
             from garag.llm.cache import ResponseCache
 
             llm_cache = Path(tempfile.mkdtemp(prefix="garag-bench-llm-"))
-            pipe.llm_client._cache = ResponseCache(llm_cache / "responses.sqlite")
-        claims = list(pipe.dataset.claims())[: args.claims]
+            pipe.llm_client._cache = ResponseCache(llm_cache / "warm-up.sqlite")
         pipe.run(claims[:2])  # warm-up: models loaded, first batch compiled
+        if llm_programs:  # the warm-up's programs must not answer the timed pass
+            pipe.llm_client._cache = ResponseCache(llm_cache / "responses.sqlite")
+            pipe.programmer.counts.clear()
         cold, stages = _timed(pipe, claims, args.batch)
         row = {"config": path, "claims": len(claims), "s_per_claim": cold, "stages": stages}
         if llm_programs:
