@@ -1,9 +1,10 @@
 """Running reasoning programs inside the verification pipeline (``reasoning.programs``).
 
 For each claim: its program (:mod:`pipeline.programs`) -> Question steps answered in
-order (each retrieves its own evidence; the answer is the page title of its best
-sentence that the question does not already name, and fills the later steps'
-``{answer_N}`` slots) -> every Verify step retrieves its own evidence (GRAAL over the
+order, in rounds across the batch (each retrieves its own evidence; the answer, per
+``reasoning.answer_from`` the page title of its best sentence that the question does not
+already name or a named entity of the asked type (:class:`EntityAnswerer`), fills the
+later steps' ``{answer_N}`` slots) -> every Verify step retrieves its own evidence (GRAAL over the
 step's entities and the graph ranking in graph mode, as for a claim) -> one batched
 verifier call over all steps -> the AND of the step verdicts (and of the whole
 claim's verdict with ``reasoning.verify_claim``).  The explanation lists every step
