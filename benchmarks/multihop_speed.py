@@ -64,6 +64,9 @@ def main(argv: list[str] | None = None) -> int:
             llm_cache = Path(tempfile.mkdtemp(prefix="garag-bench-llm-"))
             pipe.llm_client._cache = ResponseCache(llm_cache / "warm-up.sqlite")
         pipe.run(claims[:2])  # warm-up: models loaded, first batch compiled
+        for retriever in pipe.retrieval.retrievers.values():  # its claims' query vectors and GRAAL
+            if hasattr(retriever, "clear_query_cache"):  # results must not answer the timed pass
+                retriever.clear_query_cache()
         if llm_programs:  # the warm-up's programs must not answer the timed pass
             pipe.llm_client._cache = ResponseCache(llm_cache / "responses.sqlite")
             pipe.programmer.counts.clear()

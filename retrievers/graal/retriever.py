@@ -391,14 +391,19 @@ class GraalRetriever:
         return [h.hit for h in self.retrieve_with_paths(query, k)]
 
     def retrieve_batch(self, queries: list[str], k: int) -> list[list[Hit]]:
-        """``retrieve`` for many claims (claims are parsed in one spaCy batch)."""
+        """``retrieve`` for many claims (the claims not among the last ones searched are parsed in
+        one spaCy batch and searched; every result is kept for a later ``search``)."""
         if k <= 0:
             raise ValueError(f"k must be > 0, got {k}")
         for i, q in enumerate(queries):
             if not isinstance(q, str) or not q.strip():
                 raise ValueError(f"{self.name}: query {i} is empty")
-        linked = self.link_claims(list(queries)) if queries else []
-        results = [self._remember(self.search(q, m)) for q, m in zip(queries, linked, strict=True)]
+
+        def search_all(todo: list[str]) -> list[GraalResult]:
+            linked = self.link_claims(todo)
+            return [self.search(q, m) for q, m in zip(todo, linked, strict=True)]
+
+        results = self._results().values(list(queries), search_all)
         return [[h.hit for h in r.hits[:k]] for r in results]
 
     # -- explanation ------------------------------------------------------------------------------

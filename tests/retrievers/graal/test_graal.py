@@ -233,3 +233,10 @@ def test_a_claim_just_retrieved_is_not_searched_again(store: SentenceStore, cach
     assert r.search(CLAIM) is fresh  # remembered
     r.config = r.config.model_copy(update={"dense_weight": 0.0})  # other settings: searched again
     assert r.search(CLAIM) is not fresh and len(calls) == 2
+    # a batch links and searches only the claims it does not hold, each once
+    other = "Paul McCartney was a member of the Beatles."
+    batch = r.retrieve_batch([CLAIM, other, other], 10)
+    assert calls[2:] == [[other]] and batch[1] == batch[2]
+    assert batch[0] == [h.hit for h in r.search(CLAIM).hits[:10]] and len(calls) == 3  # held
+    r.clear_query_cache()
+    assert r.retrieve_batch([other], 10) == [batch[1]] and calls[3:] == [[other]]
