@@ -140,10 +140,7 @@ class LLMClient:
         while True:
             self.stats.add(stage, calls=1)
             try:
-                if max_tokens is None:
-                    reply = self.chat.complete(messages, schema, self.config.timeout_s)
-                else:
-                    reply = self.chat.complete(messages, schema, self.config.timeout_s, max_tokens)
+                reply = self.chat.complete(messages, schema, self.config.timeout_s, max_tokens)
             except LLMTimeoutError:
                 self.stats.add(stage, timeouts=1)
                 raise
