@@ -169,8 +169,13 @@ class LLMProgrammer:
     def _ask(self, claim: str) -> Program:
         messages = self.prompt.render(claim=_norm(claim), max_steps=self.max_steps)
         if self.prompt.reply == "lines":  # plain step lines: no grammar, about half the tokens of JSON
+            # a reply that begins a line past accept_steps is unusable whatever follows: stop there
             text = self.client.chat_text(
-                "program", messages, prompt_sha=self.prompt.sha256, max_tokens=self.max_tokens
+                "program",
+                messages,
+                prompt_sha=self.prompt.sha256,
+                max_tokens=self.max_tokens,
+                max_lines=self.accept_steps,
             )
             if text.value is None:
                 raise ProgramError(f"the model gave no program ({text.reason})")

@@ -17,7 +17,14 @@ from pathlib import Path
 from typing import Any
 
 from garag.config import LLMConfig
-from garag.llm.base import ChatMessage, ChatModel, ChatReply, LLMTimeoutError, LLMUnavailableError
+from garag.llm.base import (
+    ChatMessage,
+    ChatModel,
+    ChatReply,
+    LLMTimeoutError,
+    LLMUnavailableError,
+    lines_begun,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -45,6 +52,9 @@ class LangChainChat:
         fingerprint: exact model identity for the cache key.
         call_kwargs: (schema, timeout_s) -> keyword arguments for ``model.invoke``; this is
             where a backend says how it takes a JSON schema and a timeout.
+        takes_max_lines: the model stops at ``max_lines`` itself (an ``invoke`` keyword, as
+            ``LlamaCppChatModel``); otherwise a call with ``max_lines`` streams the reply and
+            stops reading once it has begun one line more.
     """
 
     def __init__(
@@ -53,11 +63,13 @@ class LangChainChat:
         name: str,
         fingerprint: str,
         call_kwargs: Callable[[dict[str, Any] | None, float], dict[str, Any]],
+        takes_max_lines: bool = False,
     ) -> None:
         self.model = model
         self.name = name
         self.fingerprint = fingerprint
         self._call_kwargs = call_kwargs
+        self.takes_max_lines = takes_max_lines
 
     def complete(
         self,
@@ -65,11 +77,16 @@ class LangChainChat:
         schema: dict[str, Any] | None,
         timeout_s: float,
         max_tokens: int | None = None,
+        max_lines: int | None = None,
     ) -> ChatReply:
         kwargs = self._call_kwargs(schema, timeout_s)
         if max_tokens is not None:  # both backends take it per call (llama.cpp's and OpenAI's)
             kwargs["max_tokens"] = int(max_tokens)
         try:
+            if max_lines is not None and not self.takes_max_lines:
+                return self._stream_lines(messages, kwargs, int(max_lines))
+            if max_lines is not None:
+                kwargs["max_lines"] = int(max_lines)
             msg = self.model.invoke(_to_langchain(messages), **kwargs)
         except Exception as e:
             if _is_timeout(e):
@@ -77,14 +94,40 @@ class LangChainChat:
                     f"{self.name}: call ran past {timeout_s:g}s ({type(e).__name__})"
                 ) from e
             raise
-        content = msg.content
-        text = (
-            content
-            if isinstance(content, str)
-            else "".join(p.get("text", "") if isinstance(p, dict) else str(p) for p in content)
-        )
         usage = getattr(msg, "usage_metadata", None) or {}
-        return ChatReply(text, int(usage.get("input_tokens", 0)), int(usage.get("output_tokens", 0)))
+        return ChatReply(
+            _content(msg.content), int(usage.get("input_tokens", 0)), int(usage.get("output_tokens", 0))
+        )
+
+    def _stream_lines(
+        self, messages: Sequence[ChatMessage], kwargs: dict[str, Any], max_lines: int
+    ) -> ChatReply:
+        """Stream the reply and stop reading once it has begun more than ``max_lines`` lines (closing
+        the stream, which ends the request).  Token counts: the usage the stream reports, else one
+        completion token a content chunk."""
+        parts: list[str] = []
+        chunks = prompt_tokens = output_tokens = 0
+        stream = self.model.stream(_to_langchain(messages), **kwargs)
+        try:
+            for chunk in stream:
+                piece = _content(chunk.content)
+                usage = getattr(chunk, "usage_metadata", None) or {}
+                prompt_tokens += int(usage.get("input_tokens", 0))
+                output_tokens += int(usage.get("output_tokens", 0))
+                if piece:
+                    parts.append(piece)
+                    chunks += 1
+                    if lines_begun("".join(parts)) > max_lines:
+                        break
+        finally:
+            stream.close()
+        return ChatReply("".join(parts), prompt_tokens, output_tokens or chunks)
+
+
+def _content(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    return "".join(p.get("text", "") if isinstance(p, dict) else str(p) for p in content)
 
 
 def llama_cpp_chat(config: LLMConfig, cache_root: str | Path) -> LangChainChat:
@@ -110,7 +153,8 @@ def llama_cpp_chat(config: LLMConfig, cache_root: str | Path) -> LangChainChat:
     def kwargs(schema: dict[str, Any] | None, timeout_s: float) -> dict[str, Any]:
         return {"schema": schema, "timeout_s": timeout_s}
 
-    return LangChainChat(model, "llama_cpp", f"llama_cpp:{mf.name}:sha256={mf.sha256}", kwargs)
+    fingerprint = f"llama_cpp:{mf.name}:sha256={mf.sha256}"
+    return LangChainChat(model, "llama_cpp", fingerprint, kwargs, takes_max_lines=True)
 
 
 def openai_chat(config: LLMConfig) -> LangChainChat:

@@ -56,10 +56,19 @@ class ChatModel(Protocol):
         schema: dict[str, Any] | None,
         timeout_s: float,
         max_tokens: int | None = None,
+        max_lines: int | None = None,
     ) -> ChatReply:
         """One call (at most ``max_tokens`` completion tokens when given, else the configured
-        number); raises LLMTimeoutError past ``timeout_s`` and other exceptions on failure."""
+        number); generation stops once the reply has begun more than ``max_lines`` lines (see
+        ``lines_begun``) when that is given; raises LLMTimeoutError past ``timeout_s`` and other
+        exceptions on failure."""
         ...
+
+
+def lines_begun(text: str) -> int:
+    """The lines a reply has begun that hold text: not blank and not a code fence (a line counts
+    from its first character, so a reply cut at its ``max_lines`` shows one more)."""
+    return sum(1 for line in text.splitlines() if line.strip() and not line.lstrip().startswith("```"))
 
 
 class LLMError(RuntimeError):

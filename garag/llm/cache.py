@@ -30,22 +30,23 @@ def cache_key(
     max_tokens: int,
     schema: dict[str, Any] | None,
     prompt_sha: str = "",
+    max_lines: int | None = None,
 ) -> str:
-    """Hex sha256 over every input that changes a reply (``prompt_sha``: the prompt file's hash)."""
-    blob = json.dumps(
-        {
-            "v": CACHE_VERSION,
-            "model": model,
-            "messages": [m.to_json() for m in messages],
-            "temperature": float(temperature),
-            "seed": int(seed),
-            "max_tokens": int(max_tokens),
-            "response_format": schema,
-            "prompt": prompt_sha,
-        },
-        sort_keys=True,
-        ensure_ascii=False,
-    )
+    """Hex sha256 over every input that changes a reply (``prompt_sha``: the prompt file's hash;
+    ``max_lines``: for a reply cut at its line limit, which a whole reply's key leaves out)."""
+    fields: dict[str, Any] = {
+        "v": CACHE_VERSION,
+        "model": model,
+        "messages": [m.to_json() for m in messages],
+        "temperature": float(temperature),
+        "seed": int(seed),
+        "max_tokens": int(max_tokens),
+        "response_format": schema,
+        "prompt": prompt_sha,
+    }
+    if max_lines is not None:
+        fields["max_lines"] = int(max_lines)
+    blob = json.dumps(fields, sort_keys=True, ensure_ascii=False)
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 

@@ -21,7 +21,7 @@ from typing import Any, Generic, TypeVar
 from pydantic import BaseModel
 
 from garag.config import LLMConfig
-from garag.llm.base import ChatMessage, ChatModel, ChatReply, LLMError, LLMTimeoutError
+from garag.llm.base import ChatMessage, ChatModel, ChatReply, LLMError, LLMTimeoutError, lines_begun
 from garag.llm.cache import ResponseCache, cache_key
 from garag.llm.stats import LLMStats
 from garag.llm.structured import json_schema, parse_reply, repair_messages
@@ -40,7 +40,7 @@ class Structured(Generic[T]):
     Attributes:
         value: the validated reply; None means "fall back".
         raw: the last reply text ("" when no call succeeded).
-        reason: "" when ok, else "timeout", "error" or "invalid".
+        reason: "" when ok, else "timeout", "error", "invalid", "length" or "lines".
         repaired: the value came from the repair call.
     """
 
@@ -115,32 +115,37 @@ class LLMClient:
         schema: dict[str, Any] | None = None,
         prompt_sha: str = "",
         max_tokens: int | None = None,
+        max_lines: int | None = None,
     ) -> ChatReply:
-        """One cached call with retries (``max_tokens``: this call's completion budget instead of
-        ``llm.max_tokens``); raises LLMTimeoutError or LLMError when it finally fails."""
+        """One cached call with retries; raises LLMTimeoutError or LLMError when it finally fails.
+
+        Args:
+            max_tokens: this call's completion budget instead of ``llm.max_tokens``.
+            max_lines: generation stops once the reply has begun more lines than this
+                (``garag.llm.base.lines_begun``).  A reply that stays within it is the whole reply
+                and is cached (and found) as one asked for without the limit; a cut one is cached
+                under its limit.  A cached whole reply is returned whole: the caller compares its
+                lines with the limit.
+        """
         if self.chat is None:
             self.load()
         if self.chat is None:
             raise ValueError("LLMClient: no chat model after load()")
-        key = cache_key(
-            self.chat.fingerprint,
-            messages,
-            self.config.temperature,
-            self.config.seed,
-            self.config.max_tokens if max_tokens is None else max_tokens,
-            schema,
-            prompt_sha,
-        )
+        budget = self.config.max_tokens if max_tokens is None else max_tokens
+        args = (self.chat.fingerprint, messages, self.config.temperature, self.config.seed, budget, schema)
+        key = cache_key(*args, prompt_sha)
+        cut_key = None if max_lines is None else cache_key(*args, prompt_sha, max_lines)
         if self._cache is not None:
-            hit = self._cache.get(key)
-            if hit is not None:
-                self.stats.add(stage, cache_hits=1)
-                return hit
+            for k in (key, cut_key):
+                hit = None if k is None else self._cache.get(k)
+                if hit is not None:
+                    self.stats.add(stage, cache_hits=1)
+                    return hit
         attempt = 0
         while True:
             self.stats.add(stage, calls=1)
             try:
-                reply = self.chat.complete(messages, schema, self.config.timeout_s, max_tokens)
+                reply = self.chat.complete(messages, schema, self.config.timeout_s, max_tokens, max_lines)
             except LLMTimeoutError:
                 self.stats.add(stage, timeouts=1)
                 raise
@@ -158,7 +163,8 @@ class LLMClient:
                 stage, prompt_tokens=reply.prompt_tokens, completion_tokens=reply.completion_tokens
             )
             if self._cache is not None:
-                self._cache.put(key, self.chat.fingerprint, reply)
+                cut = max_lines is not None and lines_begun(reply.text) > max_lines
+                self._cache.put(cut_key if cut and cut_key is not None else key, self.chat.fingerprint, reply)
             return reply
 
     # -- structured calls -----------------------------------------------------------------
@@ -212,19 +218,28 @@ class LLMClient:
             self.stats.add(stage, seconds=time.perf_counter() - started)
 
     def chat_text(
-        self, stage: str, messages: Sequence[ChatMessage], prompt_sha: str = "", max_tokens: int | None = None
+        self,
+        stage: str,
+        messages: Sequence[ChatMessage],
+        prompt_sha: str = "",
+        max_tokens: int | None = None,
+        max_lines: int | None = None,
     ) -> Structured[str]:
         """Ask for plain text (no schema, no grammar: the stage parses it); a timeout or a failed
         call returns the fallback marker, counted like ``chat_json``'s, and so does a reply cut
-        at ``max_tokens`` (reason "length"), which a stage cannot tell from a whole one."""
+        at ``max_tokens`` (reason "length"), which a stage cannot tell from a whole one, and a
+        reply of more than ``max_lines`` lines (reason "lines"; generation stops at the first
+        line too many)."""
         started = time.perf_counter()
         self.stats.add(stage, requests=1)
         try:
-            reply = self._first_call(stage, messages, None, prompt_sha, max_tokens)
+            reply = self._first_call(stage, messages, None, prompt_sha, max_tokens, max_lines)
         finally:
             self.stats.add(stage, seconds=time.perf_counter() - started)
         if isinstance(reply, Structured):
             return reply
+        if max_lines is not None and lines_begun(reply.text) > max_lines:
+            return self._fallback(stage, reply.text, "lines")
         if max_tokens is not None and reply.completion_tokens >= max_tokens:
             return self._fallback(stage, reply.text, "length")
         return Structured(reply.text, reply.text)
@@ -236,10 +251,11 @@ class LLMClient:
         schema: dict[str, Any] | None,
         prompt_sha: str,
         max_tokens: int | None = None,
+        max_lines: int | None = None,
     ) -> ChatReply | Structured[Any]:
         """``complete``, or the fallback marker (counted) when the call times out or fails."""
         try:
-            return self.complete(stage, messages, schema, prompt_sha, max_tokens)
+            return self.complete(stage, messages, schema, prompt_sha, max_tokens, max_lines)
         except LLMTimeoutError as e:
             logger.warning("%s: %s; falling back", stage, e)
             return self._fallback(stage, "", "timeout")

@@ -20,7 +20,7 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from pydantic import PrivateAttr
 
-from garag.llm.base import LLMTimeoutError, LLMUnavailableError
+from garag.llm.base import LLMTimeoutError, LLMUnavailableError, lines_begun
 
 _ROLE = {"system": "system", "human": "user", "ai": "assistant"}
 
@@ -28,9 +28,10 @@ _ROLE = {"system": "system", "human": "user", "ai": "assistant"}
 class LlamaCppChatModel(BaseChatModel):
     """LangChain chat model over a local GGUF file run by llama-cpp-python.
 
-    Call-time keyword arguments (``invoke(messages, schema=..., timeout_s=...)``):
+    Call-time keyword arguments (``invoke(messages, schema=..., timeout_s=..., max_lines=...)``):
     ``schema`` constrains the reply to a JSON schema; ``timeout_s`` bounds the
-    generation (measured from when this model starts the call).
+    generation (measured from when this model starts the call); ``max_lines`` stops it once the
+    reply has begun one line more (``garag.llm.base.lines_begun``; finish reason "lines").
 
     Attributes:
         model_path: the .gguf file.
@@ -89,6 +90,7 @@ class LlamaCppChatModel(BaseChatModel):
         self.load()
         schema = kwargs.get("schema")
         timeout_s = kwargs.get("timeout_s")
+        max_lines = kwargs.get("max_lines")
         chat = [{"role": _ROLE.get(m.type, "user"), "content": _text(m.content)} for m in messages]
         call: dict[str, Any] = {
             "messages": chat,
@@ -112,14 +114,18 @@ class LlamaCppChatModel(BaseChatModel):
                     if piece is not None:
                         parts.append(piece)
                     finish = choice.get("finish_reason") or finish
+                    if max_lines is not None and piece and lines_begun("".join(parts)) > max_lines:
+                        finish = "lines"  # the rest of the reply cannot change what the caller does
+                        break
                     if deadline is not None and time.monotonic() > deadline:
                         raise LLMTimeoutError(f"llama.cpp call ran past {timeout_s:g}s")
             finally:
                 stream.close()
             # Every content chunk is one token; the context holds the prompt and the generated
-            # tokens except the last one when generation stopped at max_tokens.
+            # tokens except the last one when generation stopped at max_tokens or was cut here.
             completion = len(parts)
-            prompt = max(0, int(self._llama.n_tokens) - completion + (1 if finish == "length" else 0))
+            unread = 1 if finish in ("length", "lines") else 0
+            prompt = max(0, int(self._llama.n_tokens) - completion + unread)
         msg = AIMessage(
             content="".join(parts),
             usage_metadata={

@@ -21,7 +21,8 @@ pytest.importorskip(
 )
 
 from garag.config import LLMConfig  # noqa: E402
-from garag.llm import LLMClient, LLMStats  # noqa: E402
+from garag.llm import ChatMessage, LLMClient, LLMStats  # noqa: E402
+from garag.llm.base import lines_begun  # noqa: E402
 from garag.llm.models import smollm2_file  # noqa: E402
 from pipeline.llm_stages import LLMDecomposer  # noqa: E402
 
@@ -103,3 +104,16 @@ def test_openai_backend_timeout_is_counted(server, tmp_path):
     st = client.stats.stage("decompose")
     assert out == [] and st.timeouts == 1 and st.fallbacks == 1
     assert json.dumps(client.metadata()["stats"]["total"])  # run metadata is JSON-serialisable
+
+
+def test_openai_backend_stops_reading_at_the_line_limit(server, tmp_path):
+    """Over HTTP the reply is streamed and the stream closed at the first line too many."""
+    client = _client(server, tmp_path)
+    msgs = [ChatMessage("user", "Name three colours, one a line.")]
+    cut = client.chat_text("program", msgs, max_tokens=48, max_lines=1)
+    assert cut.value is None and cut.reason == "lines" and lines_begun(cut.raw) == 2
+    cut_tokens = client.stats.stage("program").completion_tokens
+    whole = client.chat_text("program", msgs, max_tokens=48)
+    assert lines_begun(whole.raw) > 2  # whole, or cut at max_tokens (the server's greedy replies may differ)
+    assert client.stats.stage("program").completion_tokens - cut_tokens > cut_tokens
+    assert client.stats.stage("program").calls == 2

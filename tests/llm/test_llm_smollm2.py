@@ -13,6 +13,7 @@ pytest.importorskip("langchain_core", reason="langchain-core is not installed (p
 
 from garag.config import LLMConfig  # noqa: E402
 from garag.llm import ChatMessage, LLMClient, LLMStats  # noqa: E402
+from garag.llm.base import lines_begun  # noqa: E402
 from garag.types import Evidence, Label, SentenceId  # noqa: E402
 from pipeline.llm_stages import LLMDecomposer, LLMTripletExtractor, Subquestions  # noqa: E402
 from prompts import load_prompt  # noqa: E402
@@ -203,3 +204,31 @@ def test_a_reply_cut_at_its_token_budget_is_a_counted_fallback(chat, tmp_path):
     assert whole.value.startswith(cut.raw)  # greedy decoding: the cut reply is the whole one's start
     again = client.chat_text("program", msgs, max_tokens=1)  # from the cache, and still cut
     assert again.reason == "length" and client.stats.stage("program").calls == 2
+
+
+def test_a_reply_past_its_line_limit_stops_there_and_is_a_counted_fallback(chat, tmp_path):
+    """A per-call line limit (the program stage's ``accept_steps``): generation stops at the first
+    line too many, the reply is the fallback marker (reason "lines"), a cut reply is cached under its
+    limit and a reply within it under the whole reply's key."""
+    client = _client(chat, tmp_path)
+    msgs = [ChatMessage("user", "Name three colours, one a line.")]
+    cut = client.chat_text("program", msgs, max_tokens=48, max_lines=1)
+    assert cut.value is None and cut.reason == "lines" and lines_begun(cut.raw) == 2
+    st = client.stats.stage("program")
+    assert st.fallbacks == 1 and st.calls == 1
+    cut_tokens = st.completion_tokens
+    whole = client.chat_text("program", msgs, max_tokens=48)
+    assert (
+        whole.value is not None and lines_begun(whole.value) > 2 and client.stats.stage("program").calls == 2
+    )
+    assert whole.value.startswith(cut.raw)  # greedy decoding: the cut reply is the whole one's start
+    assert client.stats.stage("program").completion_tokens - cut_tokens > cut_tokens  # it stopped early
+    again = client.chat_text("program", msgs, max_tokens=48, max_lines=1)  # cached, still cut
+    assert again.reason == "lines" and client.stats.stage("program").calls == 2
+    roomy = client.chat_text("program", msgs, max_tokens=48, max_lines=8)  # the whole reply's key
+    assert roomy.value == whole.value and client.stats.stage("program").calls == 2
+    # a reply within its limit is the whole reply: asked for without a limit, it comes from the cache
+    fresh = _client(chat, tmp_path / "fresh")
+    assert fresh.chat_text("program", msgs, max_tokens=48, max_lines=8).value == whole.value
+    assert fresh.chat_text("program", msgs, max_tokens=48).value == whole.value
+    assert fresh.stats.stage("program").calls == 1

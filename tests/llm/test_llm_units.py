@@ -10,6 +10,7 @@ import pytest
 from eval.slices import cited_ids
 from garag.config import ConfigError, LLMConfig, load_config
 from garag.llm import ChatMessage, ChatReply, LLMStats, ResponseCache, cache_key
+from garag.llm.base import lines_begun
 from garag.llm.models import resolve_model_file
 from garag.llm.structured import extract_json, json_schema, parse_reply, repair_messages
 from garag.types import Evidence, SentenceId
@@ -48,10 +49,30 @@ def test_cache_key_is_stable():
         {"schema": None},
         {"schema": {"type": "object", "properties": {"b": {"type": "string"}}}},
         {"prompt_sha": "f00"},
+        {"max_lines": 4},
     ],
 )
 def test_cache_key_changes_with_every_input(change):
     assert cache_key(**{**BASE, **change}) != cache_key(**BASE)
+
+
+def test_cache_key_of_a_whole_reply_leaves_the_line_limit_out():
+    assert cache_key(**{**BASE, "max_lines": None}) == cache_key(**BASE)
+
+
+@pytest.mark.parametrize(
+    ("text", "begun"),
+    [
+        ("", 0),
+        ("Verify: A.", 1),
+        ("Verify: A.\n", 1),
+        ("Verify: A.\nV", 2),
+        ("Verify: A.\n\n  \nQuestion: B?\n", 2),
+        ("```\nVerify: A.\n```\n", 1),
+    ],
+)
+def test_lines_begun_counts_lines_with_text_from_their_first_character(text, begun):
+    assert lines_begun(text) == begun
 
 
 def test_response_cache_persists_across_connections(tmp_path):

@@ -247,12 +247,14 @@ class StepLinesClient:
         self.reply = reply
         self.asked: list[str] = []
         self.budgets: list[int | None] = []
+        self.line_limits: list[int | None] = []
 
-    def chat_text(self, stage, messages, prompt_sha="", max_tokens=None):  # noqa: ANN001
+    def chat_text(self, stage, messages, prompt_sha="", max_tokens=None, max_lines=None):  # noqa: ANN001
         from garag.llm.client import Structured
 
         self.asked.append(messages[-1].content)
         self.budgets.append(max_tokens)
+        self.line_limits.append(max_lines)
         return Structured(self.reply, self.reply)
 
 
@@ -277,5 +279,6 @@ def test_programs_longer_than_asked_for_are_used_up_to_accept_steps():
     # the prompt still asks for at most max_steps
     assert client.asked[0] == client.asked[1] and "At most 2 steps." in client.asked[1]
     assert client.budgets == [None, 128]  # the reply's token budget goes with the call
+    assert client.line_limits == [2, 3]  # a reply stops at its first line past accept_steps
     client.reply += "\nVerify: West Bengal is in India."
     assert loose.program(claim).source == "rule-fallback"  # 4 steps > accept_steps
