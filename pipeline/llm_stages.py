@@ -15,6 +15,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, Field
 
 from garag.llm import LLMClient
+from garag.llm.client import Structured
 from garag.text import detokenize, page_to_title
 from garag.types import Evidence, Triplet
 from pipeline.programs import (
@@ -166,20 +167,27 @@ class LLMProgrammer:
         self.prompt = prompt if prompt is not None else load_prompt("program")
         self.counts: dict[str, int] = {}
 
+    def _messages(self, claim: str) -> list:
+        return self.prompt.render(claim=_norm(claim), max_steps=self.max_steps)
+
+    def _lines_program(self, text: Structured[str]) -> Program:
+        if text.value is None:
+            raise ProgramError(f"the model gave no program ({text.reason})")
+        return parse_step_lines(text.value, self.accept_steps)
+
     def _ask(self, claim: str) -> Program:
-        messages = self.prompt.render(claim=_norm(claim), max_steps=self.max_steps)
+        messages = self._messages(claim)
         if self.prompt.reply == "lines":  # plain step lines: no grammar, about half the tokens of JSON
             # a reply that begins a line past accept_steps is unusable whatever follows: stop there
-            text = self.client.chat_text(
-                "program",
-                messages,
-                prompt_sha=self.prompt.sha256,
-                max_tokens=self.max_tokens,
-                max_lines=self.accept_steps,
+            return self._lines_program(
+                self.client.chat_text(
+                    "program",
+                    messages,
+                    prompt_sha=self.prompt.sha256,
+                    max_tokens=self.max_tokens,
+                    max_lines=self.accept_steps,
+                )
             )
-            if text.value is None:
-                raise ProgramError(f"the model gave no program ({text.reason})")
-            return parse_step_lines(text.value, self.accept_steps)
         reply = self.client.chat_json("program", messages, ProgramReply, prompt_sha=self.prompt.sha256)
         if reply.value is None:
             raise ProgramError("the model gave no valid program")
@@ -189,6 +197,25 @@ class LLMProgrammer:
         if not claim.strip():
             raise ValueError("program: the claim is empty")
         return program_or_fallback(self._ask, self.fallback, claim, self.counts)
+
+    def programs(self, claims: Sequence[str]) -> list[Program]:
+        """``program`` for many claims; with a step-lines prompt the model is asked for all of them
+        at once (``LLMClient.chat_text_many``: decoded together on the in-process model)."""
+        if any(not c.strip() for c in claims):
+            raise ValueError("program: the claim is empty")
+        if self.prompt.reply != "lines" or len(claims) < 2:
+            return [self.program(c) for c in claims]
+        texts = self.client.chat_text_many(
+            "program",
+            [self._messages(c) for c in claims],
+            prompt_sha=self.prompt.sha256,
+            max_tokens=self.max_tokens,
+            max_lines=self.accept_steps,
+        )
+        return [
+            program_or_fallback(lambda _c, t=t: self._lines_program(t), self.fallback, c, self.counts)
+            for c, t in zip(claims, texts, strict=True)
+        ]
 
 
 def format_sentences(evidence: Sequence[Evidence]) -> str:

@@ -248,6 +248,9 @@ class RuleProgrammer:
         steps = tuple(Step("verify", p, f"fact_{i}") for i, p in enumerate(parts, start=1))
         return Program(steps, source="rule")
 
+    def programs(self, claims: Sequence[str]) -> list[Program]:
+        return [self.program(c) for c in claims]
+
 
 def program_or_fallback(
     produce: Callable[[str], Any], fallback: RuleProgrammer, claim: str, counts: dict[str, int]

@@ -384,7 +384,7 @@ def run_programs(
         final verdict read (the claim's own for ``combine: and``, the union for ``union``).
     """
     cfg = pipe.config
-    programs: list[Program] = [pipe.programmer.program(c.text) for c in claims]
+    programs: list[Program] = pipe.programmer.programs([c.text for c in claims])
     records: list[list[dict]] = [[] for _ in programs]
     answers: list[dict[str, str]] = [{} for _ in programs]
     # Steps in rounds: round r takes each program's r-th step, so a step's slots are filled from the

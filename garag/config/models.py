@@ -141,6 +141,9 @@ class LLMConfig(Section):
         retries: extra attempts after a failed call (not after a timeout).
         backoff_s: first retry delay, doubled on each further retry.
         concurrency: parallel calls (thread pool); the in-process model runs one call at a time.
+        batch: llama_cpp: plain-text replies decoded together by stages that ask for many at once
+            (reasoning programs); 1 = one at a time.  Greedy only.  Not in run hashes: it changes
+            the speed, and a reply only where batched rounding parts two greedy paths.
         n_ctx: llama_cpp context length in tokens.
         n_threads: llama_cpp CPU threads for prompt and generation (0 = all cores; llama-cpp-python's
             own default generates on half of them).
@@ -151,6 +154,7 @@ class LLMConfig(Section):
     """
 
     section: ClassVar[str] = "llm"
+    NOT_HASHED: ClassVar[frozenset[str]] = frozenset({"batch"})
     backend: Literal["llama_cpp", "openai"] = "llama_cpp"
     model: Str = "qwen2.5-coder-1.5b"
     base_url: Str = ""
@@ -162,6 +166,7 @@ class LLMConfig(Section):
     retries: Int = Field(2, ge=0, le=20)
     backoff_s: Float = Field(0.5, ge=0, le=600)
     concurrency: Int = Field(2, ge=1, le=256)
+    batch: Int = Field(8, ge=1, le=64)
     n_ctx: Int = Field(4096, ge=256)
     n_threads: Int = Field(0, ge=0)
     cache: Bool = True

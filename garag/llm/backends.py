@@ -99,6 +99,34 @@ class LangChainChat:
             _content(msg.content), int(usage.get("input_tokens", 0)), int(usage.get("output_tokens", 0))
         )
 
+    @property
+    def batches(self) -> bool:
+        """The model decodes plain-text replies together (``complete_many``): the in-process
+        llama.cpp model with ``llm.batch`` > 1, greedy."""
+        return (
+            hasattr(self.model, "generate_many")
+            and getattr(self.model, "batch_size", 1) > 1
+            and getattr(self.model, "temperature", 0) == 0
+        )
+
+    def complete_many(
+        self,
+        requests: Sequence[Sequence[ChatMessage]],
+        timeout_s: float,
+        max_tokens: int | None = None,
+        max_lines: int | None = None,
+    ) -> list[ChatReply | LLMTimeoutError]:
+        """Plain-text replies to many prompts decoded together (when ``batches``), in order; a
+        reply that ran past ``timeout_s`` (from the start of its group) is its LLMTimeoutError."""
+        chats = [[m.to_json() for m in msgs] for msgs in requests]
+        out: list[ChatReply | LLMTimeoutError] = []
+        for r in self.model.generate_many(chats, max_tokens, max_lines, timeout_s):
+            if r.finish == "timeout":
+                out.append(LLMTimeoutError(f"{self.name}: call ran past {timeout_s:g}s (batched)"))
+            else:
+                out.append(ChatReply(r.text, r.prompt_tokens, r.completion_tokens))
+        return out
+
     def _stream_lines(
         self, messages: Sequence[ChatMessage], kwargs: dict[str, Any], max_lines: int
     ) -> ChatReply:
@@ -148,6 +176,7 @@ def llama_cpp_chat(config: LLMConfig, cache_root: str | Path) -> LangChainChat:
         temperature=config.temperature,
         seed=config.seed,
         max_tokens=config.max_tokens,
+        batch_size=config.batch,
     )
 
     def kwargs(schema: dict[str, Any] | None, timeout_s: float) -> dict[str, Any]:

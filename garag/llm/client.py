@@ -131,16 +131,10 @@ class LLMClient:
             self.load()
         if self.chat is None:
             raise ValueError("LLMClient: no chat model after load()")
-        budget = self.config.max_tokens if max_tokens is None else max_tokens
-        args = (self.chat.fingerprint, messages, self.config.temperature, self.config.seed, budget, schema)
-        key = cache_key(*args, prompt_sha)
-        cut_key = None if max_lines is None else cache_key(*args, prompt_sha, max_lines)
-        if self._cache is not None:
-            for k in (key, cut_key):
-                hit = None if k is None else self._cache.get(k)
-                if hit is not None:
-                    self.stats.add(stage, cache_hits=1)
-                    return hit
+        keys = self._keys(messages, schema, prompt_sha, max_tokens, max_lines)
+        hit = self._cached(stage, keys)
+        if hit is not None:
+            return hit
         attempt = 0
         while True:
             self.stats.add(stage, calls=1)
@@ -159,13 +153,44 @@ class LLMClient:
                 time.sleep(delay)
                 attempt += 1
                 continue
-            self.stats.add(
-                stage, prompt_tokens=reply.prompt_tokens, completion_tokens=reply.completion_tokens
-            )
-            if self._cache is not None:
-                cut = max_lines is not None and lines_begun(reply.text) > max_lines
-                self._cache.put(cut_key if cut and cut_key is not None else key, self.chat.fingerprint, reply)
+            self._store(stage, keys, reply, max_lines)
             return reply
+
+    def _keys(
+        self,
+        messages: Sequence[ChatMessage],
+        schema: dict[str, Any] | None,
+        prompt_sha: str,
+        max_tokens: int | None,
+        max_lines: int | None,
+    ) -> tuple[str, str | None]:
+        """The whole reply's cache key, and the cut reply's (None without a line limit)."""
+        if self.chat is None:
+            raise ValueError("LLMClient.load() must be called before use")
+        budget = self.config.max_tokens if max_tokens is None else max_tokens
+        args = (self.chat.fingerprint, messages, self.config.temperature, self.config.seed, budget, schema)
+        return cache_key(*args, prompt_sha), None if max_lines is None else cache_key(
+            *args, prompt_sha, max_lines
+        )
+
+    def _cached(self, stage: str, keys: tuple[str, str | None]) -> ChatReply | None:
+        if self._cache is None:
+            return None
+        for k in keys:
+            hit = None if k is None else self._cache.get(k)
+            if hit is not None:
+                self.stats.add(stage, cache_hits=1)
+                return hit
+        return None
+
+    def _store(
+        self, stage: str, keys: tuple[str, str | None], reply: ChatReply, max_lines: int | None
+    ) -> None:
+        """Count a model reply's tokens and cache it: under the cut key when it passed its line limit."""
+        self.stats.add(stage, prompt_tokens=reply.prompt_tokens, completion_tokens=reply.completion_tokens)
+        if self._cache is not None and self.chat is not None:
+            cut = keys[1] is not None and max_lines is not None and lines_begun(reply.text) > max_lines
+            self._cache.put(keys[1] if cut and keys[1] is not None else keys[0], self.chat.fingerprint, reply)
 
     # -- structured calls -----------------------------------------------------------------
 
@@ -236,6 +261,11 @@ class LLMClient:
             reply = self._first_call(stage, messages, None, prompt_sha, max_tokens, max_lines)
         finally:
             self.stats.add(stage, seconds=time.perf_counter() - started)
+        return self._text_result(stage, reply, max_tokens, max_lines)
+
+    def _text_result(
+        self, stage: str, reply: ChatReply | Structured[str], max_tokens: int | None, max_lines: int | None
+    ) -> Structured[str]:
         if isinstance(reply, Structured):
             return reply
         if max_lines is not None and lines_begun(reply.text) > max_lines:
@@ -243,6 +273,84 @@ class LLMClient:
         if max_tokens is not None and reply.completion_tokens >= max_tokens:
             return self._fallback(stage, reply.text, "length")
         return Structured(reply.text, reply.text)
+
+    def chat_text_many(
+        self,
+        stage: str,
+        requests: Sequence[Sequence[ChatMessage]],
+        prompt_sha: str = "",
+        max_tokens: int | None = None,
+        max_lines: int | None = None,
+    ) -> list[Structured[str]]:
+        """``chat_text`` for many prompts, in input order: the ones the cache lacks are decoded
+        together where the backend batches (``llm.batch`` on llama.cpp), else asked one by one
+        (or on ``llm.concurrency`` threads).  A batch that fails is asked again one by one, with
+        ``chat_text``'s retries."""
+        if self.chat is None:
+            self.load()
+        if not getattr(self.chat, "batches", False) or len(requests) < 2:
+            return self._text_each(stage, requests, prompt_sha, max_tokens, max_lines)
+        results: list[Structured[str] | None] = [None] * len(requests)
+        keys = [self._keys(m, None, prompt_sha, max_tokens, max_lines) for m in requests]
+        missing = []
+        for i, k in enumerate(keys):
+            hit = self._cached(stage, k)
+            if hit is not None:
+                self.stats.add(stage, requests=1)
+                results[i] = self._text_result(stage, hit, max_tokens, max_lines)
+            else:
+                missing.append(i)
+        replies = None
+        if missing:
+            started = time.perf_counter()
+            try:
+                replies = self.chat.complete_many(  # type: ignore[attr-defined]
+                    [requests[i] for i in missing], self.config.timeout_s, max_tokens, max_lines
+                )
+            except Exception as e:  # asked again one by one below, with retries
+                logger.warning("%s: batched call failed (%s); asking one by one", stage, e)
+                self.stats.add(stage, errors=1)
+            self.stats.add(stage, seconds=time.perf_counter() - started)
+        if replies is None:
+            again = self._text_each(stage, [requests[i] for i in missing], prompt_sha, max_tokens, max_lines)
+            for i, r in zip(missing, again, strict=True):
+                results[i] = r
+        else:
+            self.stats.add(stage, requests=len(missing), calls=len(missing))
+            for i, reply in zip(missing, replies, strict=True):
+                if isinstance(reply, LLMTimeoutError):
+                    self.stats.add(stage, timeouts=1)
+                    logger.warning("%s: %s; falling back", stage, reply)
+                    results[i] = self._fallback(stage, "", "timeout")
+                else:
+                    self._store(stage, keys[i], reply, max_lines)
+                    results[i] = self._text_result(stage, reply, max_tokens, max_lines)
+        return [r for r in results if r is not None]
+
+    def _text_each(
+        self,
+        stage: str,
+        requests: Sequence[Sequence[ChatMessage]],
+        prompt_sha: str,
+        max_tokens: int | None,
+        max_lines: int | None,
+    ) -> list[Structured[str]]:
+        """``chat_text`` one prompt at a time, or on the thread pool for backends that serve calls in
+        parallel (not the in-process model, which runs one at a time)."""
+        if len(requests) <= 1 or self.config.concurrency <= 1 or self.config.backend == "llama_cpp":
+            return [self.chat_text(stage, m, prompt_sha, max_tokens, max_lines) for m in requests]
+        futures = [
+            self._executor().submit(self.chat_text, stage, m, prompt_sha, max_tokens, max_lines)
+            for m in requests
+        ]
+        return [f.result() for f in futures]
+
+    def _executor(self) -> ThreadPoolExecutor:
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(
+                max_workers=self.config.concurrency, thread_name_prefix="garag-llm"
+            )
+        return self._pool
 
     def _first_call(
         self,
@@ -274,12 +382,8 @@ class LLMClient:
         """``chat_json`` for many prompts on a pool of ``llm.concurrency`` threads, in input order."""
         if len(requests) <= 1 or self.config.concurrency <= 1:
             return [self.chat_json(stage, m, output, constrain, prompt_sha) for m in requests]
-        if self._pool is None:
-            self._pool = ThreadPoolExecutor(
-                max_workers=self.config.concurrency, thread_name_prefix="garag-llm"
-            )
         futures = [
-            self._pool.submit(self.chat_json, stage, m, output, constrain, prompt_sha) for m in requests
+            self._executor().submit(self.chat_json, stage, m, output, constrain, prompt_sha) for m in requests
         ]
         return [f.result() for f in futures]
 

@@ -38,6 +38,7 @@ class LlamaCppChatModel(BaseChatModel):
         n_ctx: context length.
         n_threads: CPU threads (0 = llama.cpp's default).
         temperature, seed, max_tokens: sampling settings (temperature 0 = greedy).
+        batch_size: chats ``generate_many`` decodes together (``garag.llm.llama_batch``).
     """
 
     model_path: str
@@ -46,7 +47,9 @@ class LlamaCppChatModel(BaseChatModel):
     temperature: float = 0.0
     seed: int = 13
     max_tokens: int = 384
+    batch_size: int = 8
     _llama: Any = PrivateAttr(default=None)
+    _batched: Any = PrivateAttr(default=None)
     _lock: Any = PrivateAttr(default_factory=threading.Lock)
 
     @property
@@ -79,6 +82,31 @@ class LlamaCppChatModel(BaseChatModel):
                 }
                 self._llama = Llama(model_path=self.model_path, **kwargs)
         return self
+
+    def generate_many(
+        self,
+        chats: list[list[dict[str, str]]],
+        max_tokens: int | None = None,
+        max_lines: int | None = None,
+        timeout_s: float | None = None,
+    ) -> list[Any]:
+        """Greedy plain-text replies to many chats, ``batch_size`` decoded together
+        (``garag.llm.llama_batch.BatchDecoder.generate``; a list of its ``BatchReply``).
+
+        Raises:
+            ValueError: the model samples (temperature > 0) or has no chat template.
+        """
+        if self.temperature != 0:
+            raise ValueError("batched generation is greedy only (llm.temperature 0)")
+        self.load()
+        with self._lock:
+            if self._batched is None:
+                from garag.llm.llama_batch import BatchDecoder
+
+                threads = self.n_threads if self.n_threads > 0 else max(os.cpu_count() or 1, 1)
+                self._batched = BatchDecoder(self._llama, self.batch_size, self.n_ctx, threads)
+            budget = int(max_tokens if max_tokens is not None else self.max_tokens)
+            return self._batched.generate(chats, budget, max_lines, timeout_s)
 
     def _generate(
         self,

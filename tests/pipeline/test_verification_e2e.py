@@ -146,10 +146,10 @@ class FixedProgrammer:
     """A fake programmer (stands in for the LLM one): each claim's program is written here."""
 
     def __init__(self, programs: dict[str, str]) -> None:
-        self.programs = {claim: parse_step_lines(text) for claim, text in programs.items()}
+        self.written = {claim: parse_step_lines(text) for claim, text in programs.items()}
 
-    def program(self, claim: str):
-        return self.programs[claim]
+    def programs(self, claims: list[str]):
+        return [self.written[c] for c in claims]
 
 
 @pytest.mark.parametrize("answer_from", ["title", "entity"])

@@ -1,0 +1,121 @@
+"""Batched greedy decoding (garag.llm.llama_batch) on the real SmolLM2-135M model in-process."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed (pip install 'garag[llm]')")
+pytest.importorskip("langchain_core", reason="langchain-core is not installed (pip install 'garag[llm]')")
+
+from garag.config import LLMConfig  # noqa: E402
+from garag.llm import ChatMessage, LLMClient, LLMStats  # noqa: E402
+from garag.llm.base import lines_begun  # noqa: E402
+from garag.llm.llama_batch import BatchDecoder  # noqa: E402
+
+pytestmark = pytest.mark.llm
+
+SYSTEM = "You answer in short lines."
+QUESTIONS = [
+    "Name three colours, one a line.",
+    "What is the capital of France?",
+    "Name two planets, one a line.",
+    "Who wrote Hamlet?",
+    "Count from one to five in words, one a line.",
+]
+
+
+def _chat(question: str) -> list[dict[str, str]]:
+    return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": question}]
+
+
+def _config(**kw) -> LLMConfig:
+    base = dict(model="smollm2-135m", n_ctx=2048, max_tokens=40, timeout_s=60, retries=0, batch=4)
+    return LLMConfig(**{**base, **kw})
+
+
+@pytest.fixture(scope="module")
+def backend(tmp_path_factory):
+    """The real llama.cpp backend over SmolLM2 with batch 4, loaded once for the module."""
+    from garag.llm.backends import llama_cpp_chat
+
+    chat = llama_cpp_chat(_config(), tmp_path_factory.mktemp("models"))
+    chat.model.load()
+    return chat
+
+
+def test_a_chat_decoded_alone_is_create_chat_completions_greedy_reply(backend):
+    llama = backend.model._llama
+    alone = BatchDecoder(llama, 1, 2048, 2)
+    try:
+        for q in QUESTIONS[:3]:
+            want = llama.create_chat_completion(messages=_chat(q), temperature=0, max_tokens=40)
+            got = alone.generate([_chat(q)], 40)[0]
+            assert got.text == want["choices"][0]["message"]["content"]
+            assert got.prompt_tokens == want["usage"]["prompt_tokens"]
+            assert got.completion_tokens == want["usage"]["completion_tokens"]
+    finally:
+        alone.close()
+
+
+def test_batched_replies_come_in_order_within_their_limits(backend):
+    llama = backend.model._llama
+    replies = backend.model.generate_many([_chat(q) for q in QUESTIONS], max_tokens=24, max_lines=2)
+    assert len(replies) == len(QUESTIONS)  # 5 chats: a group of 4, then one
+    for q, r in zip(QUESTIONS, replies, strict=True):
+        prompt = BatchDecoder.tokens(backend.model._batched, _chat(q))[0]
+        assert r.prompt_tokens == len(prompt)
+        assert r.finish in ("stop", "length", "lines") and 0 < r.completion_tokens <= 24
+        if r.finish == "lines":
+            assert lines_begun(r.text) == 3  # stopped at the first line past 2
+        else:
+            assert lines_begun(r.text) <= 2
+        if r.finish == "length":
+            assert r.completion_tokens == 24
+    assert {r.finish for r in replies} >= {"lines"}  # the list questions ran past 2 lines
+    # each reply starts as the same chat decoded alone does (they part, if at all, only where the
+    # batched product rounds differently): the first token is read with the prompt
+    alone = BatchDecoder(llama, 1, 2048, 2)
+    try:
+        for q, r in zip(QUESTIONS, replies, strict=True):
+            one = alone.generate([_chat(q)], 24, max_lines=2)[0]
+            assert one.text.split()[0] == r.text.split()[0]
+    finally:
+        alone.close()
+
+
+def test_a_group_past_its_deadline_times_out_and_a_prompt_too_long_is_refused(backend):
+    replies = backend.model.generate_many([_chat(q) for q in QUESTIONS[:2]], max_tokens=24, timeout_s=0.0)
+    assert [r.finish for r in replies] == ["timeout", "timeout"]
+    tiny = BatchDecoder(backend.model._llama, 2, 64, 2)
+    try:
+        with pytest.raises(ValueError, match="do not fit llm.n_ctx 64"):
+            tiny.generate([_chat(QUESTIONS[0])], 40)
+    finally:
+        tiny.close()
+
+
+def test_client_decodes_what_its_cache_lacks_together(backend, tmp_path):
+    client = LLMClient(_config(), tmp_path, chat=backend, stats=LLMStats()).load()
+    msgs = [[ChatMessage("system", SYSTEM), ChatMessage("user", q)] for q in QUESTIONS]
+    first = client.chat_text("t", msgs[1], max_tokens=24, max_lines=2)  # one asked alone first
+    many = client.chat_text_many("t", msgs, max_tokens=24, max_lines=2)
+    st = client.stats.stage("t")
+    assert st.requests == 6 and st.calls == 5 and st.cache_hits == 1
+    assert many[1] == first
+    cut = [m for m in many if m.reason == "lines"]
+    assert cut and all(m.value is None and lines_begun(m.raw) == 3 for m in cut)
+    assert all(m.value is not None or m.reason in ("lines", "length") for m in many)
+    again = client.chat_text_many("t", msgs, max_tokens=24, max_lines=2)  # all from the cache
+    assert again == many and client.stats.stage("t").calls == 5
+    # a reply within its limit was cached as the whole reply: asked for without a limit, no call
+    whole = [i for i, m in enumerate(many) if m.value is not None]
+    assert whole and client.chat_text("t", msgs[whole[0]], max_tokens=24).value == many[whole[0]].value
+    assert client.stats.stage("t").calls == 5
+
+
+def test_batching_is_off_for_sampling_and_for_batch_1(tmp_path):
+    from garag.llm.backends import llama_cpp_chat
+
+    assert not llama_cpp_chat(_config(temperature=0.7), tmp_path).batches
+    assert not llama_cpp_chat(_config(batch=1), tmp_path).batches
+    assert llama_cpp_chat(_config(), tmp_path).batches
