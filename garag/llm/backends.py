@@ -102,12 +102,9 @@ class LangChainChat:
     @property
     def batches(self) -> bool:
         """The model decodes plain-text replies together (``complete_many``): the in-process
-        llama.cpp model with ``llm.batch`` > 1, greedy."""
-        return (
-            hasattr(self.model, "generate_many")
-            and getattr(self.model, "batch_size", 1) > 1
-            and getattr(self.model, "temperature", 0) == 0
-        )
+        llama.cpp model with ``llm.batch`` > 1, greedy (this loads it)."""
+        can_batch = getattr(self.model, "can_batch", None)
+        return bool(can_batch is not None and can_batch())
 
     def complete_many(
         self,
@@ -135,7 +132,8 @@ class LangChainChat:
         completion token a content chunk."""
         parts: list[str] = []
         chunks = prompt_tokens = output_tokens = 0
-        stream = self.model.stream(_to_langchain(messages), **kwargs)
+        # stream_usage: langchain-openai asks a server at a base_url for no usage while streaming
+        stream = self.model.stream(_to_langchain(messages), stream_usage=True, **kwargs)
         try:
             for chunk in stream:
                 piece = _content(chunk.content)

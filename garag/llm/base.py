@@ -67,8 +67,12 @@ class ChatModel(Protocol):
 
 def lines_begun(text: str) -> int:
     """The lines a reply has begun that hold text: not blank and not a code fence (a line counts
-    from its first character, so a reply cut at its ``max_lines`` shows one more)."""
-    return sum(1 for line in text.splitlines() if line.strip() and not line.lstrip().startswith("```"))
+    from its first character, so a reply cut at its ``max_lines`` shows one more; an unfinished
+    last line of backticks only may still become a fence, and does not count yet)."""
+    lines = text.splitlines()
+    if lines and not text.endswith(("\n", "\r")) and "```".startswith(lines[-1].strip()):
+        lines.pop()
+    return sum(1 for line in lines if line.strip() and not line.lstrip().startswith("```"))
 
 
 class LLMError(RuntimeError):

@@ -283,9 +283,9 @@ class LLMClient:
         max_lines: int | None = None,
     ) -> list[Structured[str]]:
         """``chat_text`` for many prompts, in input order: the ones the cache lacks are decoded
-        together where the backend batches (``llm.batch`` on llama.cpp), else asked one by one
-        (or on ``llm.concurrency`` threads).  A batch that fails is asked again one by one, with
-        ``chat_text``'s retries."""
+        ``llm.batch`` at a time where the backend batches (llama.cpp), each group cached when it is
+        done, else asked one by one (or on ``llm.concurrency`` threads).  A group that fails is
+        asked again one by one, with ``chat_text``'s retries."""
         if self.chat is None:
             self.load()
         if not getattr(self.chat, "batches", False) or len(requests) < 2:
@@ -300,24 +300,28 @@ class LLMClient:
                 results[i] = self._text_result(stage, hit, max_tokens, max_lines)
             else:
                 missing.append(i)
-        replies = None
-        if missing:
+        size = max(1, self.config.batch)
+        for start in range(0, len(missing), size):  # each group cached as soon as it is decoded
+            group = missing[start : start + size]
+            replies = None
             started = time.perf_counter()
             try:
                 replies = self.chat.complete_many(  # type: ignore[attr-defined]
-                    [requests[i] for i in missing], self.config.timeout_s, max_tokens, max_lines
+                    [requests[i] for i in group], self.config.timeout_s, max_tokens, max_lines
                 )
             except Exception as e:  # asked again one by one below, with retries
                 logger.warning("%s: batched call failed (%s); asking one by one", stage, e)
-                self.stats.add(stage, errors=1)
+                self.stats.add(stage, calls=1, errors=1)
             self.stats.add(stage, seconds=time.perf_counter() - started)
-        if replies is None:
-            again = self._text_each(stage, [requests[i] for i in missing], prompt_sha, max_tokens, max_lines)
-            for i, r in zip(missing, again, strict=True):
-                results[i] = r
-        else:
-            self.stats.add(stage, requests=len(missing), calls=len(missing))
-            for i, reply in zip(missing, replies, strict=True):
+            if replies is None:
+                again = self._text_each(
+                    stage, [requests[i] for i in group], prompt_sha, max_tokens, max_lines
+                )
+                for i, r in zip(group, again, strict=True):
+                    results[i] = r
+                continue
+            self.stats.add(stage, requests=len(group), calls=len(group))
+            for i, reply in zip(group, replies, strict=True):
                 if isinstance(reply, LLMTimeoutError):
                     self.stats.add(stage, timeouts=1)
                     logger.warning("%s: %s; falling back", stage, reply)

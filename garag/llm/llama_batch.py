@@ -60,6 +60,9 @@ class BatchDecoder:
             raise ValueError(
                 "batched generation needs the model's chat template (GGUF tokenizer.chat_template)"
             )
+        if llama.chat_handler is not None or llama.chat_format != "chat_template.default":
+            # Llama formats chats with a built-in formatter when the template is a known one
+            raise ValueError(f"the model's chats are formatted as {llama.chat_format!r}, not by its template")
         eos, bos = llama.token_eos(), llama.token_bos()
         model = llama._model  # the loaded weights, shared with the Llama's own context
         self._format = Jinja2ChatFormatter(
@@ -125,7 +128,12 @@ class BatchDecoder:
                     f"a prompt of {len(prompts[start][0])} tokens and a reply of {max_tokens}"
                     f" do not fit llm.n_ctx {self.n_ctx}"
                 )
-            out.extend(self._group(prompts[start:end], max_tokens, max_lines, timeout_s))
+            try:
+                out.extend(self._group(prompts[start:end], max_tokens, max_lines, timeout_s))
+            except BaseException:  # a failed decode leaves cells half written: drop them all
+                self._lib.llama_memory_clear(self._lib.llama_get_memory(self._ctx.ctx), True)
+                self._held = []
+                raise
             start = end
         return out
 
@@ -180,7 +188,10 @@ class BatchDecoder:
         # create_chat_completion does (so a chat decoded alone gets the same reply), then lends
         # the shared prefix to the others, which read the rest of theirs together.
         j = min(_lcp([self._held, toks[0]]), len(toks[0]) - 1)
-        lib.llama_memory_seq_rm(mem, 0, j, -1)
+        if not lib.llama_memory_seq_rm(mem, 0, j, -1):  # a cache that cannot cut there: start over
+            lib.llama_memory_clear(mem, True)
+            j = 0
+        self._held = toks[0][:j]  # what sequence 0 holds until its prompt is read
         for seq in range(1, self.n_seq):
             lib.llama_memory_seq_rm(mem, seq, -1, -1)
         nxt[0] = self._read([(tok, j + i, 0) for i, tok in enumerate(toks[0][j:])])[0]

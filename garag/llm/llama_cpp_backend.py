@@ -9,6 +9,7 @@ reply valid JSON of that schema.
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 import time
@@ -21,6 +22,8 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from pydantic import PrivateAttr
 
 from garag.llm.base import LLMTimeoutError, LLMUnavailableError, lines_begun
+
+logger = logging.getLogger(__name__)
 
 _ROLE = {"system": "system", "human": "user", "ai": "assistant"}
 
@@ -83,6 +86,29 @@ class LlamaCppChatModel(BaseChatModel):
                 self._llama = Llama(model_path=self.model_path, **kwargs)
         return self
 
+    def can_batch(self) -> bool:
+        """``generate_many`` decodes together here: ``batch_size`` > 1, greedy, and (loading the
+        model) a batch decoder that formats chats as ``create_chat_completion`` does."""
+        if self.batch_size < 2 or self.temperature != 0:
+            return False
+        try:
+            self._decoder()
+        except ValueError as e:
+            logger.warning("llama.cpp: replies are decoded one at a time (%s)", e)
+            self.batch_size = 1
+            return False
+        return True
+
+    def _decoder(self) -> Any:
+        self.load()
+        with self._lock:
+            if self._batched is None:
+                from garag.llm.llama_batch import BatchDecoder
+
+                threads = self.n_threads if self.n_threads > 0 else max(os.cpu_count() or 1, 1)
+                self._batched = BatchDecoder(self._llama, self.batch_size, self.n_ctx, threads)
+            return self._batched
+
     def generate_many(
         self,
         chats: list[list[dict[str, str]]],
@@ -98,15 +124,10 @@ class LlamaCppChatModel(BaseChatModel):
         """
         if self.temperature != 0:
             raise ValueError("batched generation is greedy only (llm.temperature 0)")
-        self.load()
+        decoder = self._decoder()
         with self._lock:
-            if self._batched is None:
-                from garag.llm.llama_batch import BatchDecoder
-
-                threads = self.n_threads if self.n_threads > 0 else max(os.cpu_count() or 1, 1)
-                self._batched = BatchDecoder(self._llama, self.batch_size, self.n_ctx, threads)
             budget = int(max_tokens if max_tokens is not None else self.max_tokens)
-            return self._batched.generate(chats, budget, max_lines, timeout_s)
+            return decoder.generate(chats, budget, max_lines, timeout_s)
 
     def _generate(
         self,

@@ -56,8 +56,11 @@ def test_cache_key_changes_with_every_input(change):
     assert cache_key(**{**BASE, **change}) != cache_key(**BASE)
 
 
-def test_cache_key_of_a_whole_reply_leaves_the_line_limit_out():
-    assert cache_key(**{**BASE, "max_lines": None}) == cache_key(**BASE)
+def test_cache_key_of_a_whole_reply_is_the_key_it_had_before_line_limits():
+    """Replies cached before ``max_lines`` existed are still found: the digest is the one the key
+    function gave then (garag 0d88e11)."""
+    old = "b4abe75568744727725b43cea79c0cc1a97a204cf6422ac9070049860e8469ba"
+    assert cache_key(**BASE) == old and cache_key(**{**BASE, "max_lines": None}) == old
 
 
 @pytest.mark.parametrize(
@@ -69,6 +72,9 @@ def test_cache_key_of_a_whole_reply_leaves_the_line_limit_out():
         ("Verify: A.\nV", 2),
         ("Verify: A.\n\n  \nQuestion: B?\n", 2),
         ("```\nVerify: A.\n```\n", 1),
+        ("Verify: A.\n``", 1),  # may still become a closing fence
+        ("Verify: A.\n``\n", 2),
+        ("Verify: A.\n`x", 2),
     ],
 )
 def test_lines_begun_counts_lines_with_text_from_their_first_character(text, begun):

@@ -282,3 +282,55 @@ def test_programs_longer_than_asked_for_are_used_up_to_accept_steps():
     assert client.line_limits == [2, 3]  # a reply stops at its first line past accept_steps
     client.reply += "\nVerify: West Bengal is in India."
     assert loose.program(claim).source == "rule-fallback"  # 4 steps > accept_steps
+
+
+class ManyStepLinesClient(StepLinesClient):
+    """A fake chat client (the model's replies are fixed here) that answers many prompts at once:
+    the reply for a claim is looked up by a word of it; None stands for a call that fell back."""
+
+    def __init__(self, replies: dict[str, str | None]) -> None:
+        super().__init__("")
+        self.replies = replies
+        self.batches: list[int] = []
+
+    def chat_text_many(self, stage, requests, prompt_sha="", max_tokens=None, max_lines=None):  # noqa: ANN001
+        from garag.llm.client import Structured
+
+        self.batches.append(len(requests))
+        self.line_limits.append(max_lines)
+        out = []
+        for messages in requests:
+            reply = next(r for word, r in self.replies.items() if word in messages[-1].content)
+            out.append(Structured(None, "", "lines") if reply is None else Structured(reply, reply))
+        return out
+
+
+def test_programs_of_many_claims_are_asked_for_at_once_with_counted_fallbacks():
+    from pipeline.decompose import RuleDecomposer
+    from pipeline.llm_stages import LLMProgrammer
+
+    rule = RuleProgrammer(RuleDecomposer().load().subclaims, max_steps=2)
+    client = ManyStepLinesClient({
+        "Kolkata": "Verify: Dum Dum Motijheel College is in Kolkata.\nVerify: Kolkata is in West Bengal.",
+        "Titanic": "Verify: {answer_1} directed Titanic.",  # a slot no question answers
+        "Atwood": None,  # cut at its line limit
+    })  # fmt: skip
+    claims = [
+        "Dum Dum Motijheel College is located in Kolkata, the capital of West Bengal.",
+        "The director of the film Titanic was born in Canada.",
+        "Roman Atwood is a content creator.",
+    ]
+    programmer = LLMProgrammer(client, rule, max_steps=2)
+    programs = programmer.programs(claims)
+    assert client.batches == [3] and client.line_limits == [2]  # one call for the three
+    assert programs[0].source == "llm" and [s.text for s in programs[0].steps] == [
+        "Dum Dum Motijheel College is in Kolkata.",
+        "Kolkata is in West Bengal.",
+    ]
+    assert [p.source for p in programs[1:]] == ["rule-fallback", "rule-fallback"]
+    assert "the model gave no program (lines)" in programs[2].notes[0]
+    assert programmer.counts == {"llm": 1, "fallback": 2}
+    assert [s.text for s in programs[2].steps] == [s.text for s in rule.program(claims[2]).steps]
+    assert rule.programs(claims) == [rule.program(c) for c in claims]
+    with pytest.raises(ValueError, match="empty"):
+        programmer.programs(["A is B.", " "])
