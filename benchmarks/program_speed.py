@@ -7,7 +7,12 @@ more from it (warm), and records per claim the wall time, the program's source (
 the rule program after an unusable reply) and its steps, with the model's token counts.  The rest
 of the LLM-program path (per-step retrieval, verification) is in ``multihop_speed.py``.
 
-    python benchmarks/program_speed.py [--claims 30] [--tag NAME]
+With ``--batched`` the cold pass asks for all the programs at once (``LLMProgrammer.programs``:
+decoded ``llm.batch`` at a time on llama.cpp), so a claim's seconds and tokens are the pass's
+mean; ``same as one at a time`` counts the programs equal to those of the latest row of the same
+claims written one at a time.
+
+    python benchmarks/program_speed.py [--claims 30] [--tag NAME] [--batched]
 """
 
 from __future__ import annotations
@@ -69,6 +74,39 @@ def _pass(programmer, claims: list) -> list[dict]:  # noqa: ANN001
     return rows
 
 
+def _pass_batched(programmer, claims: list) -> list[dict]:  # noqa: ANN001
+    before = programmer.client.stats.stage("program")
+    t = time.perf_counter()
+    programs = programmer.programs([c.text for c in claims])
+    seconds = (time.perf_counter() - t) / len(claims)
+    after = programmer.client.stats.stage("program")
+    n = len(claims)
+    return [
+        {
+            "id": claim.id,
+            "seconds": seconds,
+            "source": program.source,
+            "steps": [[s.kind, s.text] for s in program.steps],
+            "coverage": coverage(claim.text, [[s.kind, s.text] for s in program.steps]),
+            "calls": (after.calls - before.calls) / n,
+            "prompt_tokens": (after.prompt_tokens - before.prompt_tokens) / n,
+            "completion_tokens": (after.completion_tokens - before.completion_tokens) / n,
+        }
+        for claim, program in zip(claims, programs, strict=True)
+    ]
+
+
+def _same_programs(row: dict, rows: list[dict]) -> str:
+    """How many of ``row``'s programs equal those of the latest one-at-a-time row of the same claims."""
+    ids = [p["id"] for p in row["programs"]]
+    for other in reversed(rows):
+        if other.get("batched") or [p["id"] for p in other["programs"]] != ids or other is row:
+            continue
+        same = sum(a["steps"] == b["steps"] for a, b in zip(row["programs"], other["programs"], strict=True))
+        return f"{same} / {len(ids)} ({other['tag']})"
+    return "-"
+
+
 def _summary(rows: list[dict]) -> dict:
     secs = [r["seconds"] for r in rows]
     return {
@@ -96,16 +134,22 @@ def report(rows: list[dict]) -> str:
         "fall back to the rule program are counted and included.",
         "",
         "| tag | prompt | model | claims | cold s/claim mean / median / max | warm s/claim "
-        "| completion tokens | LLM programs / fallbacks | steps (questions) | coverage |",
-        "| --- | --- | --- | ---: | ---: | ---: | ---: | --- | ---: | ---: |",
+        "| completion tokens | LLM programs / fallbacks | steps (questions) | coverage "
+        "| same as one at a time |",
+        "| --- | --- | --- | ---: | ---: | ---: | ---: | --- | ---: | ---: | --- |",
     ]
     for r in rows:
         c, w = r["cold"], r["warm"]
+        cold = (
+            f"{c['mean_s']:.2f} (batched)"
+            if r.get("batched")
+            else f"{c['mean_s']:.2f} / {c['median_s']:.2f} / {c['max_s']:.2f}"
+        )
         lines.append(
-            f"| {r['tag']} | {r['prompt']} | {r['model']} | {c['claims']} | {c['mean_s']:.2f} / "
-            f"{c['median_s']:.2f} / {c['max_s']:.2f} | {w['mean_s']:.4f} | {c['completion_tokens_mean']:.1f} "
-            f"| {c['llm_programs']} / {c['fallbacks']} | {c['steps_mean']:.2f} ({c['questions_mean']:.2f}) "
-            f"| {c['coverage_mean']:.3f} |"
+            f"| {r['tag']} | {r['prompt']} | {r['model']} | {c['claims']} | {cold} | {w['mean_s']:.4f} "
+            f"| {c['completion_tokens_mean']:.1f} | {c['llm_programs']} / {c['fallbacks']} "
+            f"| {c['steps_mean']:.2f} ({c['questions_mean']:.2f}) | {c['coverage_mean']:.3f} "
+            f"| {_same_programs(r, rows) if r.get('batched') else '-'} |"
         )
     lines += ["", "Commands:", ""] + [f"* {r['tag']}: `{r['command']}`" for r in rows]
     return "\n".join(lines) + "\n"
@@ -123,6 +167,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--prompt", default="program", help="the program prompt (prompts/NAME.yaml)")
     ap.add_argument("--tag", default="", help="a name for this row of the results")
     ap.add_argument("--out", type=Path, default=OUT)
+    ap.add_argument("--batched", action="store_true", help="ask for all the programs at once")
     args = ap.parse_args(argv)
     overrides = [f"data.dataset={args.dataset}", f"data.part={args.part}", f"paths.cache_dir={args.cache}"]
     config = load_config(args.config, overrides + args.overrides)
@@ -135,7 +180,7 @@ def main(argv: list[str] | None = None) -> int:
         client._cache = ResponseCache(tmp / "responses.sqlite")  # private and empty: the first pass is cold
         programmer = make_programmer(config, client)
         programmer.prompt = load_prompt(args.prompt)
-        cold = _pass(programmer, claims)
+        cold = (_pass_batched if args.batched else _pass)(programmer, claims)
         warm = _pass(programmer, claims)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -145,6 +190,7 @@ def main(argv: list[str] | None = None) -> int:
         "overrides": args.overrides,
         "model": config.llm.model,
         "prompt": programmer.prompt.tag,
+        "batched": args.batched,
         "cold": _summary(cold),
         "warm": _summary(warm),
         "programs": cold,
