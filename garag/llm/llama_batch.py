@@ -2,17 +2,17 @@
 
 On CPU a token step reads every weight once whatever the number of sequences it
 advances, so stepping 8 replies together is far cheaper than 8 steps: Qwen2.5-Coder-1.5B
-wrote 16 HoVer programs in 2.3 s each instead of 4.1 s on 2 cores.  The prompts' common
-prefix (a few-shot prompt's system turn and examples) is read once, kept between calls,
-and shared by every sequence (``llama_memory_seq_cp`` shares the cells of a unified cache).
+wrote the programs of 30 HoVer tune claims in 2.54 s each instead of 4.19 s on 2 cores
+(``benchmarks/results/program_speed.md``).  The prompts' common prefix (a few-shot
+prompt's system turn and examples) is read once, kept between calls, and shared by every
+sequence (``llama_memory_seq_cp`` shares the cells of a unified cache).
 
 llama-cpp-python's high-level ``Llama`` decodes one sequence; this drives its low-level
 API (``llama_batch``, ``llama_decode``, ``llama_memory_seq_*``) on a second context over the
-same loaded weights.  Greedy decoding only: with the same weights and prompt a reply is
-the same text as ``create_chat_completion``'s at temperature 0, except where a batched
-matrix product rounds differently and the two greedy paths part (3 of 16 programs in the
-run above differed after their first line); sampling settings beyond temperature 0 are
-not offered here.
+same loaded weights, with the ``Llama``'s own context settings.  Greedy decoding only.  A
+chat decoded alone is the same text as ``create_chat_completion``'s at temperature 0; in a
+batch, a matrix product over several sequences rounds differently and greedy paths can
+part (24 of those 30 programs were the same), so a reply can depend on its batch.
 """
 
 from __future__ import annotations
