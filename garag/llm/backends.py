@@ -23,6 +23,7 @@ from garag.llm.base import (
     ChatReply,
     LLMTimeoutError,
     LLMUnavailableError,
+    content_text,
     lines_begun,
 )
 
@@ -96,7 +97,7 @@ class LangChainChat:
             raise
         usage = getattr(msg, "usage_metadata", None) or {}
         return ChatReply(
-            _content(msg.content), int(usage.get("input_tokens", 0)), int(usage.get("output_tokens", 0))
+            content_text(msg.content), int(usage.get("input_tokens", 0)), int(usage.get("output_tokens", 0))
         )
 
     @property
@@ -136,7 +137,7 @@ class LangChainChat:
         stream = self.model.stream(_to_langchain(messages), stream_usage=True, **kwargs)
         try:
             for chunk in stream:
-                piece = _content(chunk.content)
+                piece = content_text(chunk.content)
                 usage = getattr(chunk, "usage_metadata", None) or {}
                 prompt_tokens += int(usage.get("input_tokens", 0))
                 output_tokens += int(usage.get("output_tokens", 0))
@@ -148,12 +149,6 @@ class LangChainChat:
         finally:
             stream.close()
         return ChatReply("".join(parts), prompt_tokens, output_tokens or chunks)
-
-
-def _content(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    return "".join(p.get("text", "") if isinstance(p, dict) else str(p) for p in content)
 
 
 def llama_cpp_chat(config: LLMConfig, cache_root: str | Path) -> LangChainChat:

@@ -65,6 +65,13 @@ class ChatModel(Protocol):
         ...
 
 
+def content_text(content: Any) -> str:
+    """A LangChain message's content as text: a string, or the text of its parts."""
+    if isinstance(content, str):
+        return content
+    return "".join(p.get("text", "") if isinstance(p, dict) else str(p) for p in content)
+
+
 def lines_begun(text: str) -> int:
     """The lines a reply has begun that hold text: not blank and not a code fence (a line counts
     from its first character, so a reply cut at its ``max_lines`` shows one more; an unfinished

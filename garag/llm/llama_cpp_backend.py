@@ -21,7 +21,7 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from pydantic import PrivateAttr
 
-from garag.llm.base import LLMTimeoutError, LLMUnavailableError, lines_begun
+from garag.llm.base import LLMTimeoutError, LLMUnavailableError, content_text, lines_begun
 
 logger = logging.getLogger(__name__)
 
@@ -140,7 +140,7 @@ class LlamaCppChatModel(BaseChatModel):
         schema = kwargs.get("schema")
         timeout_s = kwargs.get("timeout_s")
         max_lines = kwargs.get("max_lines")
-        chat = [{"role": _ROLE.get(m.type, "user"), "content": _text(m.content)} for m in messages]
+        chat = [{"role": _ROLE.get(m.type, "user"), "content": content_text(m.content)} for m in messages]
         call: dict[str, Any] = {
             "messages": chat,
             "temperature": self.temperature,
@@ -185,9 +185,3 @@ class LlamaCppChatModel(BaseChatModel):
             response_metadata={"finish_reason": finish},
         )
         return ChatResult(generations=[ChatGeneration(message=msg)])
-
-
-def _text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    return "".join(part.get("text", "") if isinstance(part, dict) else str(part) for part in content)
