@@ -175,19 +175,18 @@ class LLMProgrammer:
             raise ProgramError(f"the model gave no program ({text.reason})")
         return parse_step_lines(text.value, self.accept_steps)
 
+    def _lines_options(self) -> dict:
+        # a reply that begins a line past accept_steps is unusable whatever follows: stop there
+        return {
+            "prompt_sha": self.prompt.sha256,
+            "max_tokens": self.max_tokens,
+            "max_lines": self.accept_steps,
+        }
+
     def _ask(self, claim: str) -> Program:
         messages = self._messages(claim)
         if self.prompt.reply == "lines":  # plain step lines: no grammar, about half the tokens of JSON
-            # a reply that begins a line past accept_steps is unusable whatever follows: stop there
-            return self._lines_program(
-                self.client.chat_text(
-                    "program",
-                    messages,
-                    prompt_sha=self.prompt.sha256,
-                    max_tokens=self.max_tokens,
-                    max_lines=self.accept_steps,
-                )
-            )
+            return self._lines_program(self.client.chat_text("program", messages, **self._lines_options()))
         reply = self.client.chat_json("program", messages, ProgramReply, prompt_sha=self.prompt.sha256)
         if reply.value is None:
             raise ProgramError("the model gave no valid program")
@@ -206,11 +205,7 @@ class LLMProgrammer:
         if self.prompt.reply != "lines" or len(claims) < 2:
             return [self.program(c) for c in claims]
         texts = self.client.chat_text_many(
-            "program",
-            [self._messages(c) for c in claims],
-            prompt_sha=self.prompt.sha256,
-            max_tokens=self.max_tokens,
-            max_lines=self.accept_steps,
+            "program", [self._messages(c) for c in claims], **self._lines_options()
         )
         return [
             program_or_fallback(lambda _c, t=t: self._lines_program(t), self.fallback, c, self.counts)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +29,7 @@ from garag.llm.structured import json_schema, parse_reply, repair_messages
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T", bound=BaseModel)
+R = TypeVar("R")
 
 CACHE_FILE = "llm/responses.sqlite"
 
@@ -341,20 +342,28 @@ class LLMClient:
     ) -> list[Structured[str]]:
         """``chat_text`` one prompt at a time, or on the thread pool for backends that serve calls in
         parallel (not the in-process model, which runs one at a time)."""
-        if len(requests) <= 1 or self.config.concurrency <= 1 or self.config.backend == "llama_cpp":
-            return [self.chat_text(stage, m, prompt_sha, max_tokens, max_lines) for m in requests]
-        futures = [
-            self._executor().submit(self.chat_text, stage, m, prompt_sha, max_tokens, max_lines)
-            for m in requests
-        ]
-        return [f.result() for f in futures]
+        return self._each(
+            lambda m: self.chat_text(stage, m, prompt_sha, max_tokens, max_lines),
+            requests,
+            parallel=self.config.backend != "llama_cpp",
+        )
 
-    def _executor(self) -> ThreadPoolExecutor:
+    def _each(
+        self,
+        call: Callable[[Sequence[ChatMessage]], R],
+        requests: Sequence[Sequence[ChatMessage]],
+        parallel: bool,
+    ) -> list[R]:
+        """``call`` for each prompt, in input order: on a pool of ``llm.concurrency`` threads when
+        ``parallel`` and there is more than one, else one after the other."""
+        if not parallel or len(requests) <= 1 or self.config.concurrency <= 1:
+            return [call(m) for m in requests]
         if self._pool is None:
             self._pool = ThreadPoolExecutor(
                 max_workers=self.config.concurrency, thread_name_prefix="garag-llm"
             )
-        return self._pool
+        futures = [self._pool.submit(call, m) for m in requests]
+        return [f.result() for f in futures]
 
     def _first_call(
         self,
@@ -384,12 +393,9 @@ class LLMClient:
         prompt_sha: str = "",
     ) -> list[Structured[T]]:
         """``chat_json`` for many prompts on a pool of ``llm.concurrency`` threads, in input order."""
-        if len(requests) <= 1 or self.config.concurrency <= 1:
-            return [self.chat_json(stage, m, output, constrain, prompt_sha) for m in requests]
-        futures = [
-            self._executor().submit(self.chat_json, stage, m, output, constrain, prompt_sha) for m in requests
-        ]
-        return [f.result() for f in futures]
+        return self._each(
+            lambda m: self.chat_json(stage, m, output, constrain, prompt_sha), requests, parallel=True
+        )
 
     def _fallback(self, stage: str, raw: str, reason: str) -> Structured[Any]:
         self.stats.add(stage, fallbacks=1)
