@@ -91,6 +91,7 @@ class VerificationPipeline:
         self.llm_client = None
         self.programmer = None
         self.answerer = None  # reasoning.answer_from: entity (pipeline.reasoning.EntityAnswerer), made on use
+        self.entity_check = None  # verifier.entity_check (verifier.entity_check.EntityCheck)
 
     @property
     def dataset(self) -> Dataset:
@@ -125,6 +126,10 @@ class VerificationPipeline:
 
             self.verifier = LLMVerifier(self.llm_client, fallback=nli, max_evidence=cfg.linearize.max_facts)
         self.decomposer = make_decomposer(cfg, self.llm_client)
+        if cfg.verifier.entity_check != "never":
+            from verifier.entity_check import EntityCheck
+
+            self.entity_check = EntityCheck(cfg.decomposition.spacy_model)
         if cfg.reasoning.programs != "none":
             from pipeline.reasoning import make_programmer
 
@@ -208,9 +213,15 @@ class VerificationPipeline:
 
             verdicts, programs, evidence = run_programs(self, claims, verdicts, evidence, oracle)
             timing["reasoning"] = (time.perf_counter() - t4) / n
+        two_way_data = len(self.dataset.labels) == 2
         threshold = cfg.verifier.two_way_threshold
-        if threshold is not None and len(self.dataset.labels) == 2:
+        if threshold is not None and two_way_data:
             verdicts = [two_way(v, threshold) for v in verdicts]
+        check = cfg.verifier.entity_check
+        if self.entity_check is not None and (check == "always" or (check == "two_way" and two_way_data)):
+            t5 = time.perf_counter()
+            verdicts = self.entity_check.apply(texts, evidence, verdicts)
+            timing["verification"] += (time.perf_counter() - t5) / n
         llm = _usage_per_claim(before, self.llm_client.stats.snapshot(), n) if before is not None else None
         out = []
         for c, v, r, e, q, g, p in zip(

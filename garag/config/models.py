@@ -39,10 +39,15 @@ class VerifierConfig(Section):
         two_way_threshold: for 2-way datasets (HoVer: SUPPORTED / NOT_SUPPORTED): call a claim
             SUPPORTS when its SUPPORTS score reaches this (else the likelier of REFUTES and NEI);
             None = the 3-way argmax.  Pick it on the tune part.
+        entity_check: withhold SUPPORTS from a claim that names an entity no sentence read names
+            (verifier/entity_check.py): "two_way" on 2-way datasets (HoVer) only, "always" also in
+            FEVER's 3-way verdicts (there the verdict becomes the likelier of REFUTES and NEI),
+            or "never".  On the tune parts it raised HoVer macro-F1 on every config (by 0.03 to
+            0.08) and lowered FEVER 3-way accuracy with the default verifier (0.7745 -> 0.7676).
     """
 
     section: ClassVar[str] = "verifier"
-    HASH_OPTIONAL: ClassVar[dict[str, object]] = {"two_way_threshold": None}
+    HASH_OPTIONAL: ClassVar[dict[str, object]] = {"two_way_threshold": None, "entity_check": "never"}
     model: Str = ""
     label_map: StrMap = Field(default_factory=dict)
     mode: Literal["concat", "per_sentence"] = "per_sentence"
@@ -55,6 +60,7 @@ class VerifierConfig(Section):
     batch_size: Int = Field(32, ge=1)
     device: Literal["auto", "cpu", "cuda", "mps"] = "auto"
     two_way_threshold: Float | None = Field(None, ge=0, le=1)
+    entity_check: Literal["never", "two_way", "always"] = "never"
 
     @field_validator("label_map")
     @classmethod

