@@ -62,6 +62,16 @@ class VerifierConfig(Section):
     two_way_threshold: Float | None = Field(None, ge=0, le=1)
     entity_check: Literal["never", "two_way", "always"] = "never"
 
+    @field_validator("entity_check", mode="before")
+    @classmethod
+    def _entity_check_words(cls, value: object) -> object:
+        # YAML reads off / no / false as False and on / yes / true as True.
+        if value is False:
+            return "never"
+        if value is True:
+            raise ValueError("say two_way (HoVer's 2-way verdicts only) or always (FEVER's 3-way ones too)")
+        return value
+
     @field_validator("label_map")
     @classmethod
     def _fever_labels(cls, value: dict[str, str]) -> dict[str, str]:

@@ -201,19 +201,23 @@ def test_keys_added_later_leave_old_hashes_alone() -> None:
     def run_hash(config) -> str:  # noqa: ANN001 - the run-config hash of evaluate and compare
         return settings_hash(config.hash_dict() | {"eval": None, "paths": None})
 
-    # the values recorded before these keys existed (stop 16: baseline/graph on FEVER, baseline on HoVer)
-    assert run_hash(load_config("configs/baseline.yaml")) == "564be8d3bf1cda07"
-    # configs/graph.yaml has since moved to the fast graph build; with the old parse it hashes as before
-    old_graph = load_config("configs/graph.yaml", ["graal.parse=full", "graal.disambiguation=minilm"])
+    # the values recorded before these keys existed (stop 16: baseline/graph on FEVER, baseline on HoVer);
+    # both configs have since turned the entity check on, and configs/graph.yaml moved to the fast graph
+    # build: with those set back they hash as before
+    never = ["verifier.entity_check=never"]
+    assert run_hash(load_config("configs/baseline.yaml", never)) == "564be8d3bf1cda07"
+    assert run_hash(load_config("configs/baseline.yaml")) != "564be8d3bf1cda07"
+    old_graph = load_config("configs/graph.yaml", [*never, "graal.parse=full", "graal.disambiguation=minilm"])
     assert run_hash(old_graph) == "4425e3731e17ce8d"
     assert run_hash(load_config("configs/graph.yaml")) != "4425e3731e17ce8d"
-    assert run_hash(load_config("configs/baseline.yaml", ["data.dataset=hover"])) == "314dd791f77e8963"
+    hover = load_config("configs/baseline.yaml", [*never, "data.dataset=hover"])
+    assert run_hash(hover) == "314dd791f77e8963"
     assert verifier_artifact_dir(load_config()).name == "verifier-b0424bf1807375cf"
     # set away from its default, a new key counts
-    assert run_hash(load_config("configs/baseline.yaml", ["data.part=tune"])) != "564be8d3bf1cda07"
-    assert run_hash(load_config("configs/baseline.yaml", ["dense.pq_m=32"])) != "564be8d3bf1cda07"
+    assert run_hash(load_config("configs/baseline.yaml", [*never, "data.part=tune"])) != "564be8d3bf1cda07"
+    assert run_hash(load_config("configs/baseline.yaml", [*never, "dense.pq_m=32"])) != "564be8d3bf1cda07"
     # how BM25 is built (in shards or at once) is never part of a hash: the index is the same
-    assert run_hash(load_config("configs/baseline.yaml", ["bm25.shard_docs=5"])) == "564be8d3bf1cda07"
+    assert run_hash(load_config("configs/baseline.yaml", [*never, "bm25.shard_docs=5"])) == "564be8d3bf1cda07"
     assert (
         verifier_artifact_dir(load_config(None, ["train.compositional=1"])).name
         != "verifier-b0424bf1807375cf"
@@ -232,3 +236,16 @@ def test_render_config_loads_back_and_names_sources(tmp_path: Path) -> None:
     back = tmp_path / "back.yaml"
     back.write_text(text)
     assert load_config(back) == config
+
+
+def test_entity_check_reads_yaml_off_and_refuses_a_bare_true():
+    assert load_config().verifier.entity_check == "never"
+    assert load_config(overrides=["verifier.entity_check=off"]).verifier.entity_check == "never"
+    assert load_config(overrides=["verifier.entity_check=two_way"]).verifier.entity_check == "two_way"
+    with pytest.raises(ConfigError, match=r"verifier\.entity_check: say two_way .* or always"):
+        load_config(overrides=["verifier.entity_check=on"])
+    with pytest.raises(ConfigError, match=r"verifier\.entity_check: must be one of 'never', 'two_way'"):
+        load_config(overrides=["verifier.entity_check=sometimes"])
+    # left at its default, it is not in run hashes: runs saved before the option existed still resume
+    assert "entity_check" not in load_config().hash_dict()["verifier"]
+    assert load_config(overrides=["verifier.entity_check=always"]).hash_dict()["verifier"]["entity_check"]
