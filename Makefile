@@ -45,15 +45,18 @@ setup-qwen: setup
 # then baseline RAG vs graph-augmented RAG on the same claims, FEVER and HoVer, with
 # significance, slices, report.md and figures under results/<run_id>/.
 # FEVER_SAMPLE claims of paper_dev (stratified by label; 0 = all 2,526: no --sample, which must be >= 1).
+# --force-new: saved predictions made with the same settings are resumed; ones made from other
+# settings (a config changed since the last run) are set aside as *.stale-TIME and made again.
 FEVER_SAMPLE ?= 0
 run: setup
 	$(BIN)/garag index --dataset fever --config configs/graph.yaml $(ARGS)
 	$(BIN)/garag index --dataset hover --config configs/graph.yaml $(ARGS)
 	$(BIN)/garag train-verifier $(ARGS)
 	$(BIN)/garag compare --configs configs/baseline.yaml configs/graph.yaml --dataset fever \
-		$(if $(filter-out 0,$(FEVER_SAMPLE)),--sample $(FEVER_SAMPLE)) --seed 13 --run-id fever-baseline-vs-graph $(ARGS)
+		$(if $(filter-out 0,$(FEVER_SAMPLE)),--sample $(FEVER_SAMPLE)) --seed 13 --run-id fever-baseline-vs-graph \
+		--force-new $(ARGS)
 	$(BIN)/garag compare --configs configs/baseline.yaml configs/graph.yaml --dataset hover \
-		--run-id hover-baseline-vs-graph $(ARGS)
+		--run-id hover-baseline-vs-graph --force-new $(ARGS)
 	@echo "reports: results/fever-baseline-vs-graph/report.md and results/hover-baseline-vs-graph/report.md"
 
 # The same comparison with the local LLM verifier (Qwen2.5-Coder-1.5B) on a stratified FEVER sample:
@@ -77,8 +80,9 @@ run-multihop: setup
 	$(BIN)/garag index --dataset hover --config configs/graph.yaml $(ARGS)
 	$(BIN)/garag train-verifier --config configs/baseline-joint.yaml $(ARGS)
 	$(BIN)/garag compare --configs configs/baseline-joint.yaml configs/graph-joint.yaml --dataset hover \
-		--part report $(ARGS)
-	$(BIN)/garag evaluate --dataset hover --part report --config configs/baseline-joint.yaml --oracle $(ARGS)
+		--part report --force-new $(ARGS)
+	$(BIN)/garag evaluate --dataset hover --part report --config configs/baseline-joint.yaml --oracle \
+		--force-new $(ARGS)
 	@echo "report: results/hover-report-baseline-joint-vs-graph-joint/report.md"
 
 # Baseline RAG alone on all FEVER claims, open retrieval and with gold evidence (oracle).
