@@ -30,7 +30,7 @@ from typing import Any
 import Stemmer
 
 from garag.config import DecompositionConfig
-from pipeline.nlp import load_spacy
+from garag.nlp import load_spacy
 
 _QUESTION_FILLER = {"did", "does", "do", "is", "was", "are", "were", "the", "a", "an", "it", "true", "that"}
 _NON_ENTITY_TYPES = {"DATE", "TIME", "CARDINAL", "ORDINAL", "PERCENT", "MONEY", "QUANTITY"}

@@ -165,7 +165,7 @@ class EntityAnswerer:
     def answers(self, questions: Sequence[str], evidence: Sequence[Sequence[Evidence]]) -> list[str | None]:
         """One answer per question, read from its evidence (best first); spaCy runs once per batch."""
         if self._nlp is None:
-            from pipeline.nlp import load_spacy
+            from garag.nlp import load_spacy
 
             self._nlp = load_spacy(self.spacy_model)
         tops = [list(ev[: self.sentences]) for ev in evidence]

@@ -35,9 +35,9 @@ from typing import Any
 
 from garag.config import TripletConfig
 from garag.lru import LRU
+from garag.nlp import load_spacy
 from garag.text import detokenize, page_to_title
 from garag.types import Evidence, SentenceId, Triplet
-from pipeline.nlp import load_spacy
 
 logger = logging.getLogger(__name__)
 

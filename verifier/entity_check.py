@@ -84,7 +84,7 @@ class EntityCheck:
     def entities(self, claims: Sequence[str]) -> list[list[tuple[str, str]]]:
         """Each claim's named entities as (text, spaCy type)."""
         if self._nlp is None:
-            from pipeline.nlp import load_spacy
+            from garag.nlp import load_spacy
 
             self._nlp = load_spacy(self.spacy_model)
         unused = [name for name in _UNUSED if name in self._nlp.pipe_names]

@@ -84,7 +84,7 @@ def test_check_leaves_other_verdicts_alone(check: EntityCheck) -> None:
 
 
 def test_ner_without_the_parser_finds_what_the_whole_pipeline_finds(check: EntityCheck) -> None:
-    from pipeline.nlp import load_spacy
+    from garag.nlp import load_spacy
 
     claims = [
         CLAIM,

@@ -1,6 +1,6 @@
-"""Shared spaCy loading for the rule decomposer and the syntactic triplet extractor.
+"""Shared spaCy loading: the rule decomposer, the triplet extractor, entity answers, the entity check.
 
-Both stages use the same offline pipeline; loading it once per process (about
+They all use the same offline pipeline; loading it once per process (about
 1-2 s, 7 s on a busy machine) instead of once per stage keeps start-up short.
 """
 
