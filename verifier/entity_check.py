@@ -8,9 +8,12 @@ So, where ``verifier.entity_check`` applies, a SUPPORTS verdict whose claim name
 that appears in none of the sentences the verifier read, nor in their page titles, becomes the
 likelier of REFUTES and NOT ENOUGH INFO, and its explanation says which entity was missing.
 
-Matching is on words: both sides are case-folded with their accents stripped, an entity's
-function words ("the", "of", ...) are ignored, and a plural matches its singular ("1990s" is
-found where "1990" is).  Names in other scripts are compared as they are.
+Matching is on words: both sides are case-folded with the accents of Latin letters stripped
+("Łódź" and "Lodz" match, as do "Søren" and "Soren"), an entity's function words ("the", "of",
+...) are ignored, a plural matches its singular ("1990s" is found where "1990" is), and a date
+needs only its numbers and month names ("the mid-1990s" needs "1990s"; "the following year"
+needs nothing).  Other scripts keep their marks (a Devanagari word stays one word), and Chinese,
+Japanese and Korean characters count one by one, since those scripts do not space their words.
 """
 
 from __future__ import annotations
@@ -25,16 +28,43 @@ from garag.types import Evidence, Label, Verdict
 # Entity types whose words are not names: "one of", "first", "two hours", "50%", "$3"...
 SKIPPED_TYPES = frozenset({"CARDINAL", "ORDINAL", "QUANTITY", "PERCENT", "MONEY", "TIME"})
 FUNCTION_WORDS = frozenset({"the", "of", "and", "a", "an", "in", "on", "at", "for", "to", "s"})
-_WORD = re.compile(r"[^\W_]+")
+MONTHS = frozenset(
+    "january february march april may june july august september october november december".split()
+)
+# Latin letters that Unicode decomposition leaves whole.
+_LATIN_FOLD = str.maketrans(
+    {"ø": "o", "ł": "l", "đ": "d", "ð": "d", "þ": "th", "æ": "ae", "œ": "oe", "ı": "i", "ß": "ss"}
+)
+_LATIN_END = 0x250  # Basic Latin to Latin Extended-B: the letters whose accents are stripped
+_CJK = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
 # spaCy components NER does not need (en_core_web_sm's NER has its own token vectors).
 _UNUSED = ("parser", "lemmatizer", "attribute_ruler", "tagger", "senter")
 
 
 def words(text: str) -> list[str]:
-    """Case-folded words of ``text`` with accents stripped ("Beyoncé's" -> ["beyonce", "s"])."""
-    decomposed = unicodedata.normalize("NFKD", text)
-    plain = "".join(ch for ch in decomposed if not unicodedata.combining(ch))
-    return _WORD.findall(plain.casefold())
+    """Case-folded words of ``text``, Latin accents stripped ("Beyoncé's" -> ["beyonce", "s"])."""
+    out: list[str] = []
+    word: list[str] = []
+    base = ""  # the letter the next combining mark belongs to
+    for ch in unicodedata.normalize("NFKD", text.casefold().translate(_LATIN_FOLD)):
+        if unicodedata.category(ch).startswith("M"):
+            if word and ord(base) >= _LATIN_END:
+                word.append(ch)  # a mark of another script is part of its word
+            continue
+        if ch.isalnum():
+            base = ch
+            if _CJK.match(ch):
+                out.extend(["".join(word), ch] if word else [ch])
+                word = []
+            else:
+                word.append(ch)
+            continue
+        if word:
+            out.append("".join(word))
+            word = []
+    if word:
+        out.append("".join(word))
+    return out
 
 
 def evidence_words(evidence: Iterable[Evidence]) -> set[str]:
@@ -53,6 +83,8 @@ def missing_entities(entities: Iterable[tuple[str, str]], found: set[str]) -> li
         if kind in SKIPPED_TYPES or text in out:
             continue
         needed = [w for w in words(text) if w not in FUNCTION_WORDS]
+        if kind == "DATE":
+            needed = [w for w in needed if w in MONTHS or any(c.isdigit() for c in w)]
         if any(w not in found and not (w.endswith("s") and w[:-1] in found) for w in needed):
             out.append(text)
     return out
@@ -64,7 +96,8 @@ def withhold_support(verdict: Verdict, missing: Sequence[str]) -> Verdict:
         return verdict
     refute = float(verdict.scores.get(Label.REFUTES, 0.0))
     nei = float(verdict.scores.get(Label.NOT_ENOUGH_INFO, 0.0))
-    label = Label.REFUTES if refute >= nei else Label.NOT_ENOUGH_INFO
+    # a tie (an LLM verdict scores one label only) goes to NEI: what is missing is evidence
+    label = Label.REFUTES if refute > nei else Label.NOT_ENOUGH_INFO
     names = ", ".join(f'"{m}"' for m in missing)
     note = f" Entity check: no sentence read names {names}, so the claim is not supported."
     return Verdict(label, verdict.explanation + note, verdict.evidence, verdict.scores)
@@ -81,12 +114,17 @@ class EntityCheck:
         self.spacy_model = spacy_model
         self._nlp = None
 
-    def entities(self, claims: Sequence[str]) -> list[list[tuple[str, str]]]:
-        """Each claim's named entities as (text, spaCy type)."""
+    def load(self) -> EntityCheck:
+        """Load the spaCy pipeline now (an uninstalled model fails here, before any claim is read)."""
         if self._nlp is None:
             from garag.nlp import load_spacy
 
             self._nlp = load_spacy(self.spacy_model)
+        return self
+
+    def entities(self, claims: Sequence[str]) -> list[list[tuple[str, str]]]:
+        """Each claim's named entities as (text, spaCy type)."""
+        self.load()
         unused = [name for name in _UNUSED if name in self._nlp.pipe_names]
         return [[(e.text, e.label_) for e in doc.ents] for doc in self._nlp.pipe(claims, disable=unused)]
 
@@ -96,6 +134,8 @@ class EntityCheck:
         """The verdicts with SUPPORTS withheld where a claim's entity is in no sentence read."""
         todo = [i for i, v in enumerate(verdicts) if v.label is Label.SUPPORTS]
         out = list(verdicts)
+        if not todo:
+            return out
         ents = self.entities([claims[i] for i in todo])
         for i, claim_ents in zip(todo, ents, strict=True):
             out[i] = withhold_support(verdicts[i], missing_entities(claim_ents, evidence_words(evidence[i])))

@@ -25,9 +25,12 @@ def supports(evidence: tuple[SentenceId, ...] = ()) -> Verdict:
     return Verdict(Label.SUPPORTS, "SUPPORTS (p=0.60).", evidence, SCORES)
 
 
-def test_words_fold_case_and_accents_and_keep_other_scripts() -> None:
+def test_words_fold_case_and_latin_accents_and_keep_other_scripts() -> None:
     assert words("Beyoncé's Déjà-Vu (2006)") == ["beyonce", "s", "deja", "vu", "2006"]
+    assert words("Łódź, Søren, Æsir, Straße, İstanbul") == ["lodz", "soren", "aesir", "strasse", "istanbul"]
     assert words("Валерія Бондаренко") == ["валерія", "бондаренко"]
+    assert words("हिन्दी भाषा") == ["हिन्दी", "भाषा"]  # vowel signs and virama stay in their word
+    assert words("東京 Tower") == ["東", "京", "tower"]  # unspaced scripts: one character a word
 
 
 def test_evidence_words_read_sentences_and_titles_detokenised() -> None:
@@ -49,6 +52,12 @@ def test_missing_entities_skip_counts_function_words_and_plurals() -> None:
     ]
     assert missing_entities(ents, found) == ["Manchester", "English"]
     assert missing_entities([], found) == []
+    # a date needs its numbers and month names only
+    dates = [("the mid-1960s", "DATE"), ("the following year", "DATE"), ("June 1960", "DATE")]
+    assert missing_entities(dates, found) == ["June 1960"]
+    assert missing_entities(dates, found | {"june"}) == []
+    assert missing_entities([("1961", "DATE")], found) == ["1961"]
+    assert missing_entities([("Łódź", "GPE")], {"lodz"}) == []
 
 
 def test_withhold_support_takes_the_likelier_other_label_and_says_why() -> None:
@@ -63,6 +72,10 @@ def test_withhold_support_takes_the_likelier_other_label_and_says_why() -> None:
     refuting = Verdict(Label.SUPPORTS, "s.", (), {**SCORES, Label.REFUTES: 0.3, Label.NOT_ENOUGH_INFO: 0.1})
     assert withhold_support(refuting, ["X"]).label is Label.REFUTES
     assert withhold_support(v, []) is v
+    one_hot = Verdict(
+        Label.SUPPORTS, "s.", (), {Label.SUPPORTS: 1.0, Label.REFUTES: 0.0, Label.NOT_ENOUGH_INFO: 0.0}
+    )
+    assert withhold_support(one_hot, ["X"]).label is Label.NOT_ENOUGH_INFO  # a tie: evidence is missing
     refuted = Verdict(Label.REFUTES, "r.", (), SCORES)
     assert withhold_support(refuted, ["X"]) is refuted
 
