@@ -368,7 +368,7 @@ def run_programs(
     verdicts: Sequence[Verdict],
     evidence: Sequence[Sequence[Evidence]],
     oracle: bool = False,
-) -> tuple[list[Verdict], list[dict], list[list[Evidence]]]:
+) -> tuple[list[Verdict], list[dict], list[list[Evidence]], list[list[Evidence]]]:
     """Programs for a batch of claims whose whole-claim verdicts are known.
 
     Args:
@@ -380,8 +380,10 @@ def run_programs(
         oracle: steps read the claim's gold evidence instead of retrieving.
 
     Returns:
-        The combined verdicts, per claim the JSON-able program record, and the evidence the
-        final verdict read (the claim's own for ``combine: and``, the union for ``union``).
+        The combined verdicts, per claim the JSON-able program record, the evidence the final
+        verdict read (the claim's own for ``combine: and``, the union for ``union``), and every
+        sentence the verdict rests on (for ``and`` the claim's evidence and every Verify step's,
+        each sentence once; for ``union`` the union again).
     """
     cfg = pipe.config
     programs: list[Program] = pipe.programmer.programs([c.text for c in claims])
@@ -445,7 +447,8 @@ def run_programs(
             for (_, row), v, ev in zip(todo, step_verdicts, step_ev, strict=True):
                 row["verdict"], row["read"] = v, list(ev[:k])
     if cfg.reasoning.combine == "union":
-        return _union_verdicts(pipe, claims, programs, records, evidence)
+        verdicts, out, union = _union_verdicts(pipe, claims, programs, records, evidence)
+        return verdicts, out, union, union
     out_verdicts, out_records = [], []
     for i, (program, steps) in enumerate(zip(programs, records, strict=True)):
         restated = any(r["kind"] == "verify" and r.get("verdict") is verdicts[i] for r in steps)
@@ -453,4 +456,11 @@ def run_programs(
         combined = _combine(program, steps, claim_verdict)
         out_verdicts.append(combined)
         out_records.append(_program_record(program, steps, combined.label, claim_verdict, None))
-    return out_verdicts, out_records, [list(e) for e in evidence]
+    rests_on = []
+    for i, steps in enumerate(records):
+        read = {e.sentence: e for e in evidence[i]}
+        for row in steps:
+            if row["kind"] == "verify":
+                read.update((e.sentence, e) for e in row.get("read", []) if e.sentence not in read)
+        rests_on.append(list(read.values()))
+    return out_verdicts, out_records, [list(e) for e in evidence], rests_on

@@ -129,7 +129,7 @@ class VerificationPipeline:
         if cfg.verifier.entity_check != "never":
             from verifier.entity_check import EntityCheck
 
-            self.entity_check = EntityCheck(cfg.decomposition.spacy_model)
+            self.entity_check = EntityCheck(cfg.decomposition.spacy_model).load()
         if cfg.reasoning.programs != "none":
             from pipeline.reasoning import make_programmer
 
@@ -208,10 +208,11 @@ class VerificationPipeline:
         t4 = time.perf_counter()
         timing["verification"] = (t4 - t3) / n
         programs: list[dict | None] = [None] * len(claims)
+        checked = evidence  # what the entity check reads: every sentence the verdicts rest on
         if self.programmer is not None:
             from pipeline.reasoning import run_programs
 
-            verdicts, programs, evidence = run_programs(self, claims, verdicts, evidence, oracle)
+            verdicts, programs, evidence, checked = run_programs(self, claims, verdicts, evidence, oracle)
             timing["reasoning"] = (time.perf_counter() - t4) / n
         two_way_data = len(self.dataset.labels) == 2
         threshold = cfg.verifier.two_way_threshold
@@ -220,7 +221,7 @@ class VerificationPipeline:
         check = cfg.verifier.entity_check
         if self.entity_check is not None and (check == "always" or (check == "two_way" and two_way_data)):
             t5 = time.perf_counter()
-            verdicts = self.entity_check.apply(texts, evidence, verdicts)
+            verdicts = self.entity_check.apply(texts, checked, verdicts)
             timing["verification"] += (time.perf_counter() - t5) / n
         llm = _usage_per_claim(before, self.llm_client.stats.snapshot(), n) if before is not None else None
         out = []

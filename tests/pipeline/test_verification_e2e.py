@@ -190,7 +190,14 @@ def test_question_answers_fill_their_own_programs_slots_in_batched_rounds(run, m
         return step_evidence(texts)
 
     monkeypatch.setattr(pipe, "step_evidence", counted)
-    _, records, _ = run_programs(pipe, batch, verdicts, evidence)
+    _, records, own, checked = run_programs(pipe, batch, verdicts, evidence)
+    # with combine: and, the entity check reads the claim's evidence and every Verify step's, once each
+    for record, mine, seen in zip(records, own, checked, strict=True):
+        ids = [e.sentence.to_json() for e in seen]
+        steps_read = [x for step in record["steps"] if step["kind"] == "verify" for x in step["read"]]
+        assert len(ids) == len(set(map(tuple, ids)))
+        assert ids[: len(mine)] == [e.sentence.to_json() for e in mine]
+        assert steps_read and set(map(tuple, ids)) == set(map(tuple, ids[: len(mine)] + steps_read))
     # round 1: both first questions together; round 2: the Beatles' second question; then the Verify steps
     assert calls[0] == ["Which city were The Beatles formed in?", "Which band did John Lennon belong to?"]
     (a1, a2, v1), (b1, w1) = records[0]["steps"], records[1]["steps"]
@@ -207,7 +214,8 @@ def test_question_answers_fill_their_own_programs_slots_in_batched_rounds(run, m
     assert alone == records
     # with combine: union the explanation shows the steps as run: answers, and slots filled
     monkeypatch.setattr(pipe.config.reasoning, "combine", "union")
-    union, _, _ = run_programs(pipe, batch, verdicts, evidence)
+    union, _, read, checked = run_programs(pipe, batch, verdicts, evidence)
+    assert checked == read
     assert f"answer_1: {a1['text']!r} -> {a1['answer']}" in union[0].explanation
     assert f"fact_1: {w1['text']!r}" in union[1].explanation and "{answer_1}" not in union[1].explanation
     if answer_from == "entity":  # the city the first question asks for (the title answer: "John Lennon")
@@ -257,5 +265,32 @@ def test_entity_check_withholds_support_from_claims_naming_unread_entities(
     assert {r.claim.id: r.verdict.label for r in off}[2] is Label.SUPPORTS
     assert by_id[2].label is not Label.SUPPORTS
     assert 'no sentence read names "England"' in by_id[2].explanation
+    off_labels = {r.claim.id: r.verdict.label for r in off}
+    assert off_labels[7] is Label.SUPPORTS and off_labels[8] is Label.SUPPORTS  # the model alone is fooled
     assert by_id[7].label is not Label.SUPPORTS and by_id[8].label is not Label.SUPPORTS
     assert claims == every[:6]
+
+    # HoVer's 2-way labels: "two_way" applies, after the SUPPORTS threshold (here 0: every verdict
+    # SUPPORTS), so the threshold cannot make a withheld claim SUPPORTED again
+    rows = [
+        {
+            "id": c.id,
+            "claim": c.text,
+            "label": "SUPPORTED" if c.label == "SUPPORTS" else "NOT_SUPPORTED",
+            "evidence": [list(s.to_json()) for s in (c.evidence[0] if c.evidence else ())],
+        }
+        for c in every
+    ]
+    hover = tmp_path / "hover.jsonl"
+    hover.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    two_way_runs = []
+    for mode in ("never", "two_way"):
+        extra = ("data.claim_format=hover", "verifier.two_way_threshold=0.0", f"verifier.entity_check={mode}")
+        pipe = VerificationPipeline(_config(tiny_corpus, hover, cache, model, extra), progress=False).build()
+        assert pipe.dataset.labels == ("SUPPORTED", "NOT_SUPPORTED")
+        two_way_runs.append({r.claim.id: r.verdict for r in pipe.run(list(pipe.dataset.claims()))})
+    plain, checked = two_way_runs
+    assert {v.label for v in plain.values()} == {Label.SUPPORTS}
+    for i in (2, 7, 8):
+        assert checked[i].label is not Label.SUPPORTS and "Entity check" in checked[i].explanation
+    assert checked[1].label is Label.SUPPORTS and checked[6].label is Label.SUPPORTS
