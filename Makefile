@@ -82,7 +82,7 @@ run-multihop: setup
 	$(BIN)/garag compare --configs configs/baseline-joint.yaml configs/graph-joint.yaml --dataset hover \
 		--part report --force-new $(ARGS)
 	$(BIN)/garag evaluate --dataset hover --part report --config configs/baseline-joint.yaml --oracle \
-		--force-new $(ARGS)
+		--out results/hover-report-baseline-joint-oracle --force-new $(ARGS)
 	@echo "report: results/hover-report-baseline-joint-vs-graph-joint/report.md"
 
 # Baseline RAG alone on all FEVER claims, open retrieval and with gold evidence (oracle).

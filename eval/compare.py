@@ -132,10 +132,24 @@ def _config_hash(config: Config) -> str:
     return settings_hash(config.hash_dict() | {"eval": None, "paths": None})
 
 
+# What a compare run writes besides run.json: set aside together, the old run stays a run directory
+# (``garag evaluate --run <run_dir>/stale-<time>`` re-scores it with its own configs).
+RUN_OUTPUTS = (
+    "predictions",
+    "configs",
+    "env.json",
+    "metrics.json",
+    "metrics.csv",
+    "report.md",
+    "figures",
+    "subgraphs",
+)
+
+
 def _check_identity(run_dir: Path, identity: dict, force_new: bool = False) -> None:
     path = run_dir / "run.json"
-    outputs = [run_dir / "predictions", run_dir / "env.json"]
-    check_identity(path, identity, force_new, outputs, "a run", "another --run-id")
+    outputs = [run_dir / name for name in RUN_OUTPUTS]
+    check_identity(path, identity, force_new, outputs, "a run", "another --run-id", together=True)
     write_json_atomic(path, identity)
 
 

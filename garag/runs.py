@@ -67,15 +67,23 @@ def run_lock(directory: str | Path) -> Iterator[Path]:
         fh.close()  # closing releases the flock
 
 
-def set_aside(paths: Sequence[Path]) -> list[Path]:
-    """Rename existing ``paths`` to ``<name>.stale-<time><suffix>`` (nothing computed is deleted)."""
+def set_aside(paths: Sequence[Path], together: bool = False) -> list[Path]:
+    """Rename existing ``paths`` to ``<name>.stale-<time><suffix>`` (nothing computed is deleted), or
+    with ``together`` move them, names kept, into ``stale-<time>/`` beside the first of them (so a
+    run directory's outputs stay one run directory there)."""
     stamp = time.strftime("%Y%m%d-%H%M%S")
+    existing = [p for p in paths if p.exists()]
+    if together and existing:
+        folder = existing[0].parent / f"stale-{stamp}"
+        folder.mkdir(exist_ok=True)
+        for p in existing:
+            os.replace(p, folder / p.name)
+        return [folder]
     moved = []
-    for p in paths:
-        if p.exists():
-            target = p.with_name(f"{p.stem}.stale-{stamp}{p.suffix}")
-            os.replace(p, target)
-            moved.append(target)
+    for p in existing:
+        target = p.with_name(f"{p.stem}.stale-{stamp}{p.suffix}")
+        os.replace(p, target)
+        moved.append(target)
     return moved
 
 
@@ -96,7 +104,13 @@ def changed_keys(previous: dict, identity: dict, prefix: str = "") -> tuple[list
 
 
 def check_identity(
-    run_json: Path, identity: dict, force_new: bool, outputs: Sequence[Path], what: str, hint: str
+    run_json: Path,
+    identity: dict,
+    force_new: bool,
+    outputs: Sequence[Path],
+    what: str,
+    hint: str,
+    together: bool = False,
 ) -> None:
     """Refuse to resume a run that ``run_json`` records as made from other settings or inputs, or
     with ``force_new`` set its ``outputs`` and ``run_json`` aside (nothing is deleted).
@@ -107,6 +121,7 @@ def check_identity(
         outputs: what the earlier run computed.
         what: how the refusal names those outputs ("a run", "predictions").
         hint: the other way out, after "use --force-new ...; or " ("another --out").
+        together: set the outputs aside into one ``stale-<time>/`` folder (see :func:`set_aside`).
 
     Raises:
         ValueError: one line naming the directory and the keys that differ.
@@ -125,5 +140,5 @@ def check_identity(
             f"{where}: holds {what} made from other settings or inputs ({', '.join(changed)} differ); "
             f"use --force-new to set them aside and start again, or {hint}"
         )
-    moved = set_aside([*outputs, run_json])
+    moved = set_aside([*outputs, run_json], together)
     logger.warning("%s: %s changed; earlier %s set aside as %s", where, changed, what, moved)

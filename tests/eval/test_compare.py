@@ -194,6 +194,38 @@ def test_other_settings_are_refused(setup):
         compare(configs[:1], run_id="x", results_dir=results_dir)
 
 
+def test_force_new_sets_a_stale_run_aside_whole_and_it_still_rescores(setup):
+    configs, _, pipelines, outcome, results_dir = setup
+    copy = results_dir / "changed"
+    shutil.copytree(outcome.run_dir, copy)
+    # the same settings with force_new: resumed, nothing set aside
+    same = compare(
+        configs, run_id="changed", results_dir=results_dir, progress=False, pipelines=pipelines,
+        n_resamples=500, force_new=True,
+    )  # fmt: skip
+    assert same.written == {"baseline": 0, "hybrid": 0} and not list(copy.glob("stale-*"))
+    # (metrics and report are written again, with their timings: the files as they are now)
+    old = {
+        p.relative_to(copy): p.read_bytes()
+        for p in copy.rglob("*")
+        if p.is_file() and p.name != ".garag.lock"
+    }
+    # other settings (a sample of 3 claims): the old run moves into stale-<time>/ whole, names kept
+    again = compare(
+        configs, run_id="changed", sample=3, results_dir=results_dir, progress=False, pipelines=pipelines,
+        n_resamples=500, force_new=True,
+    )  # fmt: skip
+    assert again.written == {"baseline": 3, "hybrid": 3}
+    (stale,) = copy.glob("stale-*")
+    kept = {p.relative_to(stale): p.read_bytes() for p in stale.rglob("*") if p.is_file()}
+    assert kept == old
+    assert (copy / "configs" / "baseline.yaml").is_file() and (copy / "report.md").is_file()
+    before = json.loads((stale / "metrics.json").read_text(encoding="utf-8"))
+    rescored = json.loads(json.dumps(rescore(str(stale), results_dir=results_dir, n_resamples=500)))
+    assert rescored.pop("run_id") == stale.name and before.pop("run_id") == "changed"
+    assert rescored == before  # the old run re-scored from its own configs and predictions
+
+
 def test_stratified_sample_keeps_label_shares():
     claims = [Claim(i, f"c{i}", lab) for i, lab in enumerate(["S"] * 6 + ["R"] * 3 + ["N"] * 3)]
     picked = stratified_sample(claims, 4, seed=1)

@@ -41,3 +41,20 @@ def test_a_run_from_other_inputs_is_refused_then_set_aside(tmp_path: Path, caplo
     stale = sorted(p.name.split(".stale-")[0] for p in tmp_path.iterdir())
     assert stale == ["predictions", "run"]  # both kept, renamed
     assert [p.read_text(encoding="utf-8") for p in tmp_path.glob("predictions.stale-*")] == ['{"id": 1}\n']
+
+
+def test_outputs_set_aside_together_stay_one_folder(tmp_path: Path):
+    run_json = tmp_path / "run.json"
+    run_json.write_text(json.dumps({"claims": "c1"}), encoding="utf-8")
+    (tmp_path / "predictions").mkdir()
+    (tmp_path / "predictions" / "a.jsonl").write_text("x\n", encoding="utf-8")
+    (tmp_path / "report.md").write_text("r\n", encoding="utf-8")
+    outputs = [tmp_path / "predictions", tmp_path / "report.md", tmp_path / "figures"]  # no figures yet
+    check_identity(run_json, {"claims": "c1"}, True, outputs, "a run", "another --run-id", together=True)
+    assert run_json.is_file() and not list(tmp_path.glob("stale-*"))  # same inputs: resumed, nothing moved
+    check_identity(run_json, {"claims": "c2"}, True, outputs, "a run", "another --run-id", together=True)
+    (stale,) = tmp_path.glob("stale-*")
+    assert sorted(p.name for p in tmp_path.iterdir()) == [stale.name]
+    assert sorted(str(p.relative_to(stale)) for p in stale.rglob("*")) == [
+        "predictions", "predictions/a.jsonl", "report.md", "run.json",
+    ]  # fmt: skip
