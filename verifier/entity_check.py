@@ -14,6 +14,9 @@ Matching is on words: both sides are case-folded with the accents of Latin lette
 needs only its numbers and month names ("the mid-1990s" needs "1990s"; "the following year"
 needs nothing).  Other scripts keep their marks (a Devanagari word stays one word), and Chinese,
 Japanese and Korean characters count one by one, since those scripts do not space their words.
+
+Run hashes carry ``garag.config.models.ENTITY_CHECK_VERSION`` whenever the check is on: raise it
+with any change here that withholds other verdicts, so that saved predictions are made again.
 """
 
 from __future__ import annotations

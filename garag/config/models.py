@@ -9,6 +9,9 @@ from pydantic import Field, field_validator
 from garag.config.base import Bool, Float, Int, Section, Str, StrMap
 
 FEVER_LABELS = ("SUPPORTS", "REFUTES", "NOT ENOUGH INFO")
+# The rules of verifier/entity_check.py, in run hashes whenever the check is on: predictions saved
+# under other rules are not resumed.  Raise it when the check withholds other verdicts.
+ENTITY_CHECK_VERSION = "entity-check-v2"
 
 
 class VerifierConfig(Section):
@@ -61,6 +64,13 @@ class VerifierConfig(Section):
     device: Literal["auto", "cpu", "cuda", "mps"] = "auto"
     two_way_threshold: Float | None = Field(None, ge=0, le=1)
     entity_check: Literal["never", "two_way", "always"] = "never"
+
+    def hash_dump(self) -> dict:
+        """:meth:`Section.hash_dump` with the entity check's rules when the check is on."""
+        dump = super().hash_dump()
+        if self.entity_check != "never":
+            dump["entity_check_version"] = ENTITY_CHECK_VERSION
+        return dump
 
     @field_validator("entity_check", mode="before")
     @classmethod

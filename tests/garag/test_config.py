@@ -248,4 +248,9 @@ def test_entity_check_reads_yaml_off_and_refuses_a_bare_true():
         load_config(overrides=["verifier.entity_check=sometimes"])
     # left at its default, it is not in run hashes: runs saved before the option existed still resume
     assert "entity_check" not in load_config().hash_dict()["verifier"]
-    assert load_config(overrides=["verifier.entity_check=always"]).hash_dict()["verifier"]["entity_check"]
+    on = load_config(overrides=["verifier.entity_check=always"]).hash_dict()["verifier"]
+    assert on["entity_check"] == "always"
+    # the check's rules are in the hash: predictions saved under other rules are not resumed
+    from garag.config.models import ENTITY_CHECK_VERSION
+
+    assert on["entity_check_version"] == ENTITY_CHECK_VERSION
