@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 
 from garag.config import Config
 from garag.text import detokenize, normalize_title, page_to_title, title_to_page
-from garag.types import Claim, Evidence, Label, Verdict
+from garag.types import Claim, Evidence, Label, SentenceId, Verdict
 from pipeline.programs import Program, ProgramError, RuleProgrammer, aggregate_steps, fill_slots
 
 MAX_EVIDENCE = 5
@@ -317,6 +317,11 @@ def _program_record(
     }
 
 
+def _reads(own: Sequence[Evidence], steps: Sequence[dict]) -> list[Sequence[Evidence]]:
+    """The claim's own evidence, then what each of its Verify steps read."""
+    return [own, *(r.get("read", []) for r in steps if r["kind"] == "verify")]
+
+
 def _union_verdicts(
     pipe: Any,
     claims: Sequence[Claim],
@@ -327,12 +332,7 @@ def _union_verdicts(
     """``combine: union``: each claim verified once on its own and its steps' evidence together."""
     k = pipe.config.verifier.top_k
     union = [
-        interleave(
-            [list(evidence[i])] + [r.get("read", []) for r in steps if r["kind"] == "verify"],
-            k,
-            key=lambda e: e.sentence,
-        )
-        for i, steps in enumerate(records)
+        interleave(_reads(evidence[i], steps), k, key=lambda e: e.sentence) for i, steps in enumerate(records)
     ]
     verdicts = list(pipe.verifier.verify_batch([c.text for c in claims], union))
     for i, (program, v) in enumerate(zip(programs, verdicts, strict=True)):
@@ -458,9 +458,9 @@ def run_programs(
         out_records.append(_program_record(program, steps, combined.label, claim_verdict, None))
     rests_on = []
     for i, steps in enumerate(records):
-        read = {e.sentence: e for e in evidence[i]}
-        for row in steps:
-            if row["kind"] == "verify":
-                read.update((e.sentence, e) for e in row.get("read", []) if e.sentence not in read)
+        read: dict[SentenceId, Evidence] = {}
+        for ev in _reads(evidence[i], steps):
+            for e in ev:
+                read.setdefault(e.sentence, e)
         rests_on.append(list(read.values()))
     return out_verdicts, out_records, [list(e) for e in evidence], rests_on

@@ -107,7 +107,7 @@ def withhold_support(verdict: Verdict, missing: Sequence[str]) -> Verdict:
 
 
 class EntityCheck:
-    """Applies the entity check to a batch of verdicts (spaCy loaded on first use).
+    """Applies the entity check to a batch of verdicts (spaCy loaded by :meth:`load` or on first use).
 
     Args:
         spacy_model: the spaCy pipeline whose NER finds the claim's entities.
