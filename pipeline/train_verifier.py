@@ -100,7 +100,10 @@ def _base_verifier_config(config: Config) -> Config:
     """The config of garag's default verifier, which ``train.base_model: garag`` continues from."""
     cfg = copy.deepcopy(config)
     cfg.train = TrainConfig(
-        train_pairs=config.train.train_pairs, corpus=config.train.corpus, seed=config.train.seed
+        train_pairs=config.train.train_pairs,
+        corpus=config.train.corpus,
+        seed=config.train.seed,
+        **config.train.base_train,
     )
     cfg.verifier = VerifierConfig()
     return cfg
@@ -109,7 +112,7 @@ def _base_verifier_config(config: Config) -> Config:
 def _resolve_base(config: Config, progress: bool) -> str:
     if config.train.base_model == GARAG_BASE:
         return ensure_verifier(_base_verifier_config(config), progress=progress)
-    return resolve_base_model(config.train.base_model)
+    return resolve_base_model(config.train.base_model, config.paths.cache_dir)
 
 
 def verifier_artifact_dir(config: Config) -> Path:

@@ -48,11 +48,11 @@ _NO_LIMIT = 1_000_000
 
 
 def _position_limit(model_config: object) -> int | None:
-    """Token positions the model can embed (BERT-style checkpoints reserve 2 for RoBERTa's offset)."""
+    """Token positions the model can embed (RoBERTa-style checkpoints and MPNet reserve 2 for the offset)."""
     positions = getattr(model_config, "max_position_embeddings", None)
     if not isinstance(positions, int) or positions <= 0:
         return None
-    if getattr(model_config, "model_type", "") in ("roberta", "xlm-roberta", "camembert"):
+    if getattr(model_config, "model_type", "") in ("roberta", "xlm-roberta", "camembert", "mpnet"):
         return positions - 2
     return positions
 

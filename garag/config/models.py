@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import ClassVar, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, StrictStr, field_validator
 
-from garag.config.base import Bool, Float, Int, Section, Str, StrMap
+from garag.config.base import Bool, ConfigError, Float, Int, Section, Str, StrMap
 
 FEVER_LABELS = ("SUPPORTS", "REFUTES", "NOT ENOUGH INFO")
 # The rules of verifier/entity_check.py, in run hashes whenever the check is on: predictions saved
@@ -95,9 +95,13 @@ class TrainConfig(Section):
     """Fine-tuning the verifier from an encoder checkpoint.
 
     Attributes:
-        base_model: "minilm" (offline all-MiniLM-L6-v2), a hub id or a local path (e.g. DeBERTa-v3),
-            or "garag": continue from garag's default verifier (trained first when absent), which
+        base_model: "minilm" (offline all-MiniLM-L6-v2), "mpnet" (all-mpnet-base-v2 from its five
+            PyPI parts, verifier/backbones.py), a hub id or a local path (e.g. DeBERTa-v3), or
+            "garag": continue from garag's default verifier (trained first when absent), which
             is how the joint-evidence verifier is made (configs/*-joint.yaml).
+        base_train: with base_model "garag", settings that garag's default verifier is trained
+            with instead of the defaults (e.g. ``{base_model: mpnet, learning_rate: 5.0e-5}``);
+            its train pairs, corpus and seed are always this section's.
         train_pairs: FEVER train (claim, label, page, line, sentence) pairs; "" = the embedded file.
         corpus: wiki-pages corpus holding those sentences (hard negatives come from it); "" = embedded FEVER.
         epochs: maximum epochs (early stopping may end sooner).  3: on all 2,526 paper_dev claims the
@@ -146,8 +150,26 @@ class TrainConfig(Section):
     seed: Int = Field(13, ge=0)
     compositional: Float = Field(0.0, ge=0, le=20)
     bridge_share: Float = Field(0.5, ge=0, le=1)
+    base_train: dict[StrictStr, object] = Field(default_factory=dict)
 
-    HASH_OPTIONAL: ClassVar[dict[str, object]] = {"compositional": 0.0, "bridge_share": 0.5}
+    HASH_OPTIONAL: ClassVar[dict[str, object]] = {"compositional": 0.0, "bridge_share": 0.5, "base_train": {}}
+
+    @field_validator("base_train")
+    @classmethod
+    def _base_settings(cls, value: dict[str, object]) -> dict[str, object]:
+        inherited = {"train_pairs", "corpus", "seed", "base_train"}
+        for key in value:
+            if key not in cls.model_fields:
+                raise ValueError(f"unknown setting {key!r} (one of train's own settings)")
+            if key in inherited:
+                raise ValueError(f"{key!r} cannot differ from this section's own")
+        if value.get("base_model") == "garag":
+            raise ValueError("base_model 'garag' would train the default verifier from itself")
+        try:
+            TrainConfig(**value)  # each value within its own setting's range
+        except ConfigError as e:
+            raise ValueError(str(e).removeprefix("train.")) from None
+        return value
 
 
 class LLMConfig(Section):

@@ -10,6 +10,7 @@ import pytest
 from garag.config import (
     Config,
     ConfigError,
+    TrainConfig,
     VerifierConfig,
     bounds_of,
     describe_range,
@@ -254,3 +255,39 @@ def test_entity_check_reads_yaml_off_and_refuses_a_bare_true():
     from garag.config.models import ENTITY_CHECK_VERSION
 
     assert on["entity_check_version"] == ENTITY_CHECK_VERSION
+
+
+def test_base_train_sets_the_default_verifier_that_a_joint_verifier_continues_from() -> None:
+    from pipeline.train_verifier import _base_verifier_config, verifier_artifact_dir
+
+    joint = load_config("configs/graph-joint.yaml")
+    assert joint.train.base_train == {}
+    # left at its default it is not hashed: the joint verifier keeps its name
+    assert verifier_artifact_dir(joint).name == "verifier-f482df3bfd3dd676"
+    mp = load_config(
+        "configs/graph-joint.yaml", ["train.base_train={base_model: mpnet, learning_rate: 5.0e-5}"]
+    )
+    base = _base_verifier_config(mp).train
+    assert (base.base_model, base.learning_rate, base.epochs) == ("mpnet", 5e-5, 3)
+    assert (base.train_pairs, base.corpus, base.seed) == (
+        mp.train.train_pairs,
+        mp.train.corpus,
+        mp.train.seed,
+    )
+    assert _base_verifier_config(joint).train == TrainConfig(seed=joint.train.seed)
+    # another default verifier underneath: another joint verifier
+    assert verifier_artifact_dir(mp).name != "verifier-f482df3bfd3dd676"
+    # the mpnet joint configs continue from the very verifier that baseline-mpnet.yaml trains
+    shipped = load_config("configs/graph-joint-mpnet.yaml")
+    assert verifier_artifact_dir(_base_verifier_config(shipped)) == verifier_artifact_dir(
+        load_config("configs/baseline-mpnet.yaml")
+    )
+    for value, message in (
+        ("{lr: 1}", r"train\.base_train: unknown setting 'lr'"),
+        ("{seed: 3}", r"train\.base_train: 'seed' cannot differ"),
+        ("{base_model: garag}", r"train\.base_train: base_model 'garag' would train"),
+        ("{learning_rate: 5}", r"train\.base_train: learning_rate: must be in \(0, 1\], got 5"),
+        ("3", r"train\.base_train: expected a mapping"),
+    ):
+        with pytest.raises(ConfigError, match=message):
+            load_config(overrides=[f"train.base_train={value}"])

