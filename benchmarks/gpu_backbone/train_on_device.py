@@ -10,6 +10,7 @@ NEI bias (the replay applies the calibrated one).  Results go to OUT/result.json
 OUT/probs-*.jsonl.gz.
 
     V1=2e-5:3,5e-5:3 V2=3e-5:1,3e-5:2,3e-5:2:raw python train_on_device.py DATA_DIR MODEL_DIR WORK OUT
+    ($STAGE2 names stage 2's files, default "joint"; SCORE_DEFAULT=0 skips the per-sentence pairs)
     (DATA_DIR: dump_examples.py's files and the pairs; --quick: 64 examples, 50 pairs, a smoke test)
 """
 
@@ -144,10 +145,12 @@ def variants(spec):  # "lr:epochs[:raw],..."; raw = start from the backbone, not
 
 
 v1 = variants(os.environ.get("V1", "2e-5:3,5e-5:3"))
-v2 = variants(os.environ.get("V2", "3e-5:1,3e-5:2"))
+v2 = variants(os.environ.get("V2", "3e-5:1,3e-5:2,3e-5:2:raw"))
+stage2 = os.environ.get("STAGE2", "joint")  # the name of stage 2's files (e.g. jointall)
 e1, dir1, sc1 = stage("default", base, v1)
-e2, dir2, sc2 = stage("joint", dir1, v2)
-score("joint", sc2, "mpnet-joint")
-score("default", sc1, "mpnet-default")
+e2, dir2, sc2 = stage(stage2, dir1, v2)
+score("joint", sc2, f"mpnet-{stage2}")
+if os.environ.get("SCORE_DEFAULT", "1") == "1":
+    score("default", sc1, "mpnet-default")
 (out / "done").write_text("ok")
 log("done")
