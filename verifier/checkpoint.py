@@ -100,8 +100,11 @@ def run_settings(
     val: Sequence[TrainExample],
 ) -> dict:
     """Everything that must match for a run to be resumed (or its result reused)."""
+    train_settings = config.model_dump()
+    if not train_settings["base_train"]:
+        del train_settings["base_train"]  # added later: runs saved before it still resume
     return {
-        "train": config.model_dump(),
+        "train": train_settings,
         "base_model": base_model,
         "model_overrides": overrides or {},
         "premise_format": PREMISE_FORMAT,

@@ -496,7 +496,13 @@ def train_verifier(
             steps=stored["steps"],
             resumed_from_step=stored["steps"],
         )
-    trainer = _Trainer(config, train, val, base_model, out_dir, model_overrides, progress)
-    resumed_from = trainer.state["step"]
-    trainer.run(checkpoint_every, checkpoint_minutes, on_step)
-    return trainer.finalize(resumed_from)
+    import torch
+
+    tf32 = (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32)
+    try:
+        trainer = _Trainer(config, train, val, base_model, out_dir, model_overrides, progress)
+        resumed_from = trainer.state["step"]
+        trainer.run(checkpoint_every, checkpoint_minutes, on_step)
+        return trainer.finalize(resumed_from)
+    finally:  # TF32 is for training; the process's later inference keeps its own precision
+        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = tf32

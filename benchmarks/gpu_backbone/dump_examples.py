@@ -1,9 +1,9 @@
 """Write the exact training examples of garag's default and joint verifiers to gzipped JSONL.
 
 The GPU machine that trains another backbone gets these files instead of the corpus and its
-indexes (the hard negatives and distractors come from retrieval over the FEVER corpus).  The
-digests are checked against the trained MiniLM verifiers' meta.json, so both backbones learn
-from the same examples.
+indexes (the hard negatives and distractors come from retrieval over the FEVER corpus).  Each
+set's digest is compared with the trained MiniLM verifier's meta.json and the outcome printed
+("same data as verifier-...: True"), so both backbones can be shown to learn from the same examples.
 
     python benchmarks/gpu_backbone/dump_examples.py --cache <cache> --out <dir>
 """

@@ -7,7 +7,7 @@ Each stage tries the ``lr:epochs`` variants of $V1 / $V2 and keeps the best vali
 on its held-out train claims, then calibrates the NEI bias as ``garag train-verifier`` does.
 Last, every pair in DATA_DIR/pairs-{joint,default}.jsonl.gz (pairs.py record) is scored with no
 NEI bias (the replay applies the calibrated one).  Results go to OUT/result.json and
-OUT/probs-*.jsonl.gz.
+OUT/probs-*.jsonl.gz (stage 2's scores always in probs-joint.jsonl.gz, tagged mpnet-$STAGE2).
 
     V1=2e-5:3,5e-5:3 V2=3e-5:1,3e-5:2,3e-5:2:raw python train_on_device.py DATA_DIR MODEL_DIR WORK OUT
     ($STAGE2 names stage 2's files, default "joint"; SCORE_DEFAULT=0 skips the per-sentence pairs)
@@ -38,6 +38,7 @@ from verifier.train import train_verifier  # noqa: E402
 data, base, work, out = (Path(a) for a in sys.argv[1:5])
 quick = "--quick" in sys.argv
 work.mkdir(parents=True, exist_ok=True)
+out.mkdir(parents=True, exist_ok=True)
 T0 = time.time()
 result = {
     "torch": torch.__version__,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import ClassVar, Literal
 
-from pydantic import Field, StrictStr, field_validator
+from pydantic import Field, StrictStr, field_validator, model_validator
 
 from garag.config.base import Bool, ConfigError, Float, Int, Section, Str, StrMap
 
@@ -159,17 +159,30 @@ class TrainConfig(Section):
     def _base_settings(cls, value: dict[str, object]) -> dict[str, object]:
         inherited = {"train_pairs", "corpus", "seed", "base_train"}
         for key in value:
-            if key not in cls.model_fields:
-                raise ValueError(f"unknown setting {key!r} (one of train's own settings)")
-            if key in inherited:
-                raise ValueError(f"{key!r} cannot differ from this section's own")
+            if key not in cls.model_fields or key in inherited:
+                known = sorted(set(cls.model_fields) - inherited)
+                raise ValueError(f"{key!r} is not a setting it can change (known: {', '.join(known)})")
         if value.get("base_model") == "garag":
             raise ValueError("base_model 'garag' would train the default verifier from itself")
         try:
-            TrainConfig(**value)  # each value within its own setting's range
+            checked = TrainConfig(**value)  # each value within its own setting's range
         except ConfigError as e:
             raise ValueError(str(e).removeprefix("train.")) from None
-        return value
+        # the checked values, defaults left out: equal settings hash alike however they were written
+        return {
+            k: v
+            for k, v in checked.model_dump(include=set(value)).items()
+            if v != cls.model_fields[k].get_default(call_default_factory=True)
+        }
+
+    @model_validator(mode="after")
+    def _base_train_needs_garag(self) -> TrainConfig:
+        if self.base_train and self.base_model != "garag":
+            raise ValueError(
+                f"base_train sets the default verifier that base_model 'garag' continues from; "
+                f"base_model is {self.base_model!r}"
+            )
+        return self
 
 
 class LLMConfig(Section):

@@ -78,7 +78,9 @@ def test_assembles_once_skips_desktop_ini_and_reuses(site: Path, tmp_path: Path)
         assert inner.is_file() == (not name.endswith("desktop.ini"))
         if inner.is_file():
             assert inner.read_bytes() == data
-    assert [p.name for p in out.parent.iterdir()] == ["all-mpnet-base-v2"]  # no temporary files left
+    # no temporary files left, only the lock that makes a second assembler wait
+    assert sorted(p.name for p in out.parent.iterdir()) == [".assemble.lock", "all-mpnet-base-v2"]
+    assert oct((out / "garag_backbone.json").stat().st_mode & 0o777) == "0o644"
     # reused: the parts are not read again (gone here), the folder is returned as it is
     for chunk in chunks:
         chunk.unlink()
@@ -111,7 +113,7 @@ def test_a_zip_without_the_model_is_refused(site: Path, tmp_path: Path) -> None:
     _install_fake_parts(site, files={"all-mpnet-base-v2/config.json": b"{}"})
     with pytest.raises(ValueError, match="has no all-mpnet-base-v2/model.safetensors"):
         assemble_mpnet(tmp_path)
-    assert list((tmp_path / "backbones").iterdir()) == []  # nothing half-made left behind
+    assert [p.name for p in (tmp_path / "backbones").iterdir()] == [".assemble.lock"]  # nothing half-made
 
 
 def test_names_and_paths() -> None:
@@ -119,7 +121,17 @@ def test_names_and_paths() -> None:
     assert resolve_backbone("microsoft/deberta-v3-base") == "microsoft/deberta-v3-base"
     with pytest.raises(ValueError, match="train.base_model: empty"):
         resolve_backbone(" ")
-    assert backbones.MPNET == "mpnet"
+
+
+def test_an_unsafe_zip_path_and_an_unchecked_chunk_are_refused(site: Path, tmp_path: Path) -> None:
+    _install_fake_parts(site, files={**FILES, "all-mpnet-base-v2/../evil.txt": b"x"})
+    with pytest.raises(ValueError, match=r"all-mpnet-base-v2/\.\./evil\.txt: unsafe path in the mpnet zip"):
+        assemble_mpnet(tmp_path / "a")
+    assert not (tmp_path / "evil.txt").exists() and not (tmp_path / "a" / "evil.txt").exists()
+    record = next(site.glob("*_001-0.0.1.dist-info")) / "RECORD"
+    record.write_text(record.read_text().split("\n", 1)[1])  # the chunk's line gone
+    with pytest.raises(ValueError, match=r"zip\.001: no sha256 in garag-fake-mpnet-part-001's RECORD"):
+        mpnet_part_paths()
 
 
 def test_the_real_parts_when_installed(tmp_path: Path) -> None:
