@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 
 from garag.config import Config
 from garag.text import detokenize, normalize_title, page_to_title, title_to_page
-from garag.types import Claim, Evidence, Label, SentenceId, Verdict
+from garag.types import Claim, Evidence, Label, Verdict, unique_evidence
 from pipeline.programs import Program, ProgramError, RuleProgrammer, aggregate_steps, fill_slots
 
 MAX_EVIDENCE = 5
@@ -456,11 +456,8 @@ def run_programs(
         combined = _combine(program, steps, claim_verdict)
         out_verdicts.append(combined)
         out_records.append(_program_record(program, steps, combined.label, claim_verdict, None))
-    rests_on = []
-    for i, steps in enumerate(records):
-        read: dict[SentenceId, Evidence] = {}
-        for ev in _reads(evidence[i], steps):
-            for e in ev:
-                read.setdefault(e.sentence, e)
-        rests_on.append(list(read.values()))
+    rests_on = [
+        unique_evidence([e for ev in _reads(evidence[i], steps) for e in ev])
+        for i, steps in enumerate(records)
+    ]
     return out_verdicts, out_records, [list(e) for e in evidence], rests_on
