@@ -203,9 +203,9 @@ def test_keys_added_later_leave_old_hashes_alone() -> None:
         return settings_hash(config.hash_dict() | {"eval": None, "paths": None})
 
     # the values recorded before these keys existed (stop 16: baseline/graph on FEVER, baseline on HoVer);
-    # both configs have since turned the entity check on, and configs/graph.yaml moved to the fast graph
-    # build: with those set back they hash as before
-    never = ["verifier.entity_check=never"]
+    # both configs have since turned the entity check on and set a 2-way threshold, and configs/graph.yaml
+    # moved to the fast graph build: with those set back they hash as before
+    never = ["verifier.entity_check=never", "verifier.two_way_threshold=null"]
     assert run_hash(load_config("configs/baseline.yaml", never)) == "564be8d3bf1cda07"
     assert run_hash(load_config("configs/baseline.yaml")) != "564be8d3bf1cda07"
     old_graph = load_config("configs/graph.yaml", [*never, "graal.parse=full", "graal.disambiguation=minilm"])

@@ -1,0 +1,177 @@
+"""Pick ``verifier.two_way_threshold`` for HoVer configs on the tune part, from saved tune runs.
+
+On a 2-way dataset (HoVer) a claim is SUPPORTED when the verifier's SUPPORTS score reaches the
+threshold and, with ``verifier.entity_check: two_way``, every entity the claim names is found in
+the sentences the verdict rests on (verifier/entity_check.py).  Both steps come after the
+verifier's scores, so one tune run per config is enough: this benchmark re-decides every saved
+prediction of the run with each threshold of the grid, using the pipeline's own ``two_way`` and
+``EntityCheck`` on the sentences the run read, and scores it like ``garag evaluate``.
+
+The pick, fixed before the grid was run: the highest macro-F1 over all hops of the tune part;
+a tie goes to the higher threshold (the smaller change to the verifier's own decision).  The
+"as run" row is the run's own labels, and the re-decision at the run's own threshold (none:
+the likeliest label) must give them back (checked: a mismatch stops the benchmark).
+
+Only tune-part runs are read: a run of the report part (or of all claims) is refused, so the
+grid cannot see the claims its pick is reported on.
+
+Usage::
+
+    garag evaluate --dataset hover --part tune --config configs/graph.yaml --out RUN_DIR
+    .venv/bin/python benchmarks/two_way_grid.py --run graph=RUN_DIR [--run NAME=DIR ...] \\
+        [--out benchmarks/results/two_way_grid]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import sys
+from pathlib import Path
+
+from eval.verification_eval import records_from_file, score_records
+from garag.artifacts import write_json_atomic, write_text_atomic
+from garag.config import validate_config
+from garag.datasets import dataset_from_config
+from garag.types import Evidence, Label, SentenceId, Verdict
+from pipeline.retrieval import build_sentence_store
+from pipeline.verification import two_way
+from verifier.entity_check import EntityCheck
+
+ROOT = Path(__file__).resolve().parents[1]
+GRID = (0.0, 0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6)
+HOPS = ("2", "3", "4")
+
+
+def load_run(run_dir: Path) -> tuple:
+    """The run's config, dataset, sentence store and records; refuses a run that is not of the tune part."""
+    meta = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))
+    cfg = validate_config(meta["config"])
+    if cfg.data.part != "tune":
+        part = cfg.data.part
+        raise SystemExit(f"{run_dir}/run.json: data.part is {part!r}; this grid reads tune runs only")
+    dataset = dataset_from_config(cfg.data)
+    if len(dataset.labels) != 2:
+        raise SystemExit(f"{run_dir}/run.json: dataset {dataset.name!r} is not 2-way")
+    store, _, _ = build_sentence_store(dataset, Path(cfg.paths.cache_dir), cfg.data.skip_bad_lines, False)
+    return cfg, dataset, store, records_from_file(run_dir / "predictions.jsonl"), meta.get("oracle", False)
+
+
+def redecide(records: list[dict], evidence: list[list[Evidence]], check: EntityCheck | None, t: float | None):
+    """The records with their labels decided again at threshold ``t`` (None: the likeliest label), then
+    the entity check."""
+    verdicts = []
+    for r, ev in zip(records, evidence, strict=True):
+        scores = {Label(k): float(p) for k, p in r["scores"].items()}
+        top = max(scores, key=scores.get)
+        verdict = Verdict(top, "", tuple(e.sentence for e in ev), scores)
+        verdicts.append(verdict if t is None else two_way(verdict, t))
+    if check is not None:
+        verdicts = check.apply([r["claim"] for r in records], evidence, verdicts)
+    out = []
+    for r, v in zip(records, verdicts, strict=True):
+        out.append({k: x for k, x in r.items() if k != "dataset_label"} | {"predicted_label": v.label.value})
+    return out
+
+
+def row(dataset, records: list[dict]) -> dict:
+    """Accuracy and macro-F1, overall and per hop count."""
+    m = score_records(dataset, records)
+    return {
+        "macro_f1": m["macro_f1"],
+        "accuracy": m["label_accuracy"],
+        "hops": {h: m["groups"][h]["macro_f1"] for h in HOPS if h in m["groups"]},
+        "supported_share": sum(r["predicted_label"] == "SUPPORTS" for r in records) / len(records),
+    }
+
+
+def grid(run_dir: Path) -> dict:
+    cfg, dataset, store, records, oracle = load_run(run_dir)
+    evidence = []
+    for r in records:
+        found = (store.get(SentenceId(p, int(n))) for p, n in r["evidence_read"])
+        evidence.append([Evidence(s.id, s.text) for s in found if s is not None])
+    check = None
+    if cfg.verifier.entity_check != "never":
+        check = EntityCheck(cfg.decomposition.spacy_model).load()
+    own = cfg.verifier.two_way_threshold
+    # the re-decision must give the run's own labels back
+    again = redecide(records, evidence, check, own)
+    diff = [
+        r["id"] for r, a in zip(records, again, strict=True) if r["predicted_label"] != a["predicted_label"]
+    ]
+    if diff:
+        raise SystemExit(f"{run_dir}: re-deciding at the run's threshold {own} changes claims {diff[:5]}")
+    rows = {"as run": row(dataset, records)}
+    for t in GRID:
+        rows[f"{t:g}"] = row(dataset, redecide(records, evidence, check, t))
+    best = max(GRID, key=lambda t: (round(rows[f"{t:g}"]["macro_f1"], 9), t))
+    return {
+        "run": str(run_dir),
+        "config_threshold": own,
+        "entity_check": cfg.verifier.entity_check,
+        "oracle": oracle,
+        "claims": len(records),
+        "rows": rows,
+        "pick": best,
+    }
+
+
+def table(results: dict[str, dict], command: str) -> str:
+    lines = [
+        "# Two-way threshold grid (HoVer tune part)",
+        "",
+        f"`{command}`",
+        "",
+        "Macro-F1 over all hops (2 / 3 / 4 hops) and the share of claims called SUPPORTED, per threshold on",
+        'the SUPPORTS score, the entity check applied after it as in the pipeline.  "as run" is the',
+        "run's own labels.  Pick: the best macro-F1 over all hops, a tie to the higher threshold.",
+        "Each run: `garag evaluate --dataset hover --part tune --config configs/<name>.yaml --out DIR`",
+        "(`--oracle` for gold evidence; the mpnet runs are replays, benchmarks/results/mpnet_gpu.md).",
+        "",
+    ]
+    for name, res in results.items():
+        lines += [
+            f"## {name}: pick {res['pick']:g} (config had {res['config_threshold']})",
+            "",
+            f"{res['claims']} tune claims, entity check `{res['entity_check']}`"
+            + (", gold evidence" if res["oracle"] else "")
+            + f"; run `{res['run']}`",
+            "",
+            "| threshold | macro-F1 | 2 / 3 / 4 hops | accuracy | SUPPORTED share |",
+            "|---|---:|---|---:|---:|",
+        ]
+        for key, r in res["rows"].items():
+            hops = " / ".join(f"{r['hops'].get(h, float('nan')):.3f}" for h in HOPS)
+            mark = " **pick**" if key == f"{res['pick']:g}" else ""
+            f1, acc, share = r["macro_f1"], r["accuracy"], r["supported_share"]
+            lines.append(f"| {key}{mark} | {f1:.3f} | {hops} | {acc:.3f} | {share:.2f} |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--run", action="append", required=True, help="NAME=DIR of a tune-part evaluate run")
+    default_out = str(ROOT / "benchmarks" / "results" / "two_way_grid")
+    ap.add_argument("--out", default=default_out, help="output stem (.md and .json)")
+    args = ap.parse_args()
+    results = {}
+    for spec in args.run:
+        name, sep, path = spec.partition("=")
+        if not sep or not name or not path:
+            raise SystemExit(f"--run {spec!r}: expected NAME=DIR")
+        try:
+            results[name] = grid(Path(path))
+        except (OSError, ValueError, KeyError) as e:  # a missing or malformed run: one line naming it
+            raise SystemExit(f"{path}: not a readable evaluate run ({type(e).__name__}: {e})") from None
+        print(f"{name}: pick {results[name]['pick']:g}", file=sys.stderr)
+    command = shlex.join(["python", "benchmarks/two_way_grid.py", *sys.argv[1:]])
+    write_json_atomic(Path(args.out + ".json"), {"command": command, "grid": list(GRID), "runs": results})
+    write_text_atomic(Path(args.out + ".md"), table(results, command) + "\n")
+    print(table(results, command))
+
+
+if __name__ == "__main__":
+    main()
