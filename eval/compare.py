@@ -33,12 +33,12 @@ from tqdm import tqdm
 
 from eval.run_env import environment, file_sha256, tree_hashes
 from eval.verification_eval import RETRIEVED_KEPT, result_record, validate_claims
-from garag.artifacts import settings_hash, write_json_atomic, write_text_atomic
+from garag.artifacts import write_json_atomic, write_text_atomic
 from garag.config import Config, load_config
 from garag.datasets import Dataset, dataset_from_config
 from garag.errors import ErrorPolicy
 from garag.jsonl import ResumableJsonl
-from garag.runs import check_identity, output_dir, run_lock, set_aside
+from garag.runs import check_identity, output_dir, run_config_hash, run_lock, set_aside
 from garag.types import Claim, Evidence
 from pipeline.retrieval import corpus_fingerprint
 
@@ -126,10 +126,6 @@ def default_run_id(dataset: str, systems: Sequence[System], sample: int | None, 
     part = systems[0].config.data.part if systems else "all"
     run_id = f"{dataset}{'' if part == 'all' else '-' + part}-" + "-vs-".join(s.name for s in systems)
     return run_id + (f"-n{sample}-seed{seed}" if sample else "")
-
-
-def _config_hash(config: Config) -> str:
-    return settings_hash(config.hash_dict() | {"eval": None, "paths": None})
 
 
 # What a compare run writes besides run.json: set aside together, the old run stays a run directory
@@ -349,6 +345,7 @@ def compare(
     run_id = run_id or default_run_id(data.name, systems, sample, seed)
     root = Path(results_dir or systems[0].config.paths.results_dir)
     run_dir = output_dir(root / run_id, "--run-id")
+    two_way = len(data.labels) == 2
     with run_lock(run_dir):
         identity = {
             "dataset": {
@@ -366,7 +363,8 @@ def compare(
             "seed": seed,
             "claim_ids": [c.id for c in claims],
             "systems": [
-                {"name": s.name, "source": s.source, "config_hash": _config_hash(s.config)} for s in systems
+                {"name": s.name, "source": s.source, "config_hash": run_config_hash(s.config, two_way)}
+                for s in systems
             ],
         }
         _check_identity(run_dir, identity, force_new)

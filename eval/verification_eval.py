@@ -34,7 +34,7 @@ from garag.config import Config
 from garag.datasets import Dataset, dataset_from_config
 from garag.errors import ErrorPolicy, InputError
 from garag.jsonl import ResumableJsonl, read_records
-from garag.runs import check_identity, claims_fingerprint, output_dir, run_lock
+from garag.runs import check_identity, claims_fingerprint, output_dir, run_config_hash, run_lock
 from garag.types import Claim, SentenceId
 from pipeline.retrieval import corpus_fingerprint
 from pipeline.verification import ClaimResult, VerificationPipeline, predicted_evidence
@@ -97,7 +97,7 @@ def run_identity(config: Config, pipe: VerificationPipeline, claims: Sequence[Cl
     """What a prediction run is made from: settings, claims (ids and texts), corpus and model contents."""
     model = pipe.model_path or ""
     return {
-        "config_hash": settings_hash(config.hash_dict() | {"eval": None, "paths": None}),
+        "config_hash": run_config_hash(config, len(pipe.dataset.labels) == 2),
         "model": model,
         "model_files": settings_hash(tree_hashes(model)) if model and Path(model).exists() else None,
         "oracle": oracle,

@@ -12,6 +12,8 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
+from garag.artifacts import settings_hash
+from garag.config import Config
 from garag.types import Claim
 
 logger = logging.getLogger(__name__)
@@ -21,6 +23,22 @@ LOCK_FILE = ".garag.lock"
 
 class RunBusyError(ValueError):
     """Another process holds the run directory's lock."""
+
+
+def run_config_hash(config: Config, two_way: bool) -> str:
+    """The settings hash that names a prediction run (``evaluate``, ``compare``).
+
+    ``eval`` and ``paths`` never count.  Nor, on 3-way data (``two_way`` False: FEVER), do the
+    settings that act on 2-way labels only (``verifier.two_way_threshold`` and
+    ``verifier.entity_check: two_way``): tuning them on HoVer leaves saved FEVER predictions valid.
+    """
+    if not two_way:
+        verifier = config.verifier
+        update: dict = {"two_way_threshold": None}
+        if verifier.entity_check == "two_way":
+            update["entity_check"] = "never"
+        config = config.model_copy(update={"verifier": verifier.model_copy(update=update)})
+    return settings_hash(config.hash_dict() | {"eval": None, "paths": None})
 
 
 def claims_fingerprint(claims: Sequence[Claim]) -> str:

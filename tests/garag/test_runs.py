@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from garag.runs import changed_keys, check_identity
+from garag.config import load_config
+from garag.runs import changed_keys, check_identity, run_config_hash
 
 
 def test_nested_keys_are_compared_one_by_one():
@@ -58,3 +59,16 @@ def test_outputs_set_aside_together_stay_one_folder(tmp_path: Path):
     assert sorted(str(p.relative_to(stale)) for p in stale.rglob("*")) == [
         "predictions", "predictions/a.jsonl", "report.md", "run.json",
     ]  # fmt: skip
+
+
+def test_two_way_settings_name_two_way_runs_only():
+    """The 2-way threshold and the HoVer-only entity check count in a 2-way run's hash, not a 3-way one's."""
+    plain = load_config(None)
+    tuned = load_config(None, ["verifier.two_way_threshold=0.3", "verifier.entity_check=two_way"])
+    assert run_config_hash(tuned, two_way=False) == run_config_hash(plain, two_way=False)
+    assert run_config_hash(tuned, two_way=True) != run_config_hash(plain, two_way=True)
+    other = load_config(None, ["verifier.two_way_threshold=0.4", "verifier.entity_check=two_way"])
+    assert run_config_hash(other, two_way=True) != run_config_hash(tuned, two_way=True)
+    always = load_config(None, ["verifier.entity_check=always"])  # acts on 3-way verdicts too
+    assert run_config_hash(always, two_way=False) != run_config_hash(plain, two_way=False)
+    assert run_config_hash(load_config(None, ["eval.limit=5"]), False) == run_config_hash(plain, False)
