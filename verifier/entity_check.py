@@ -7,6 +7,8 @@ So, where ``verifier.entity_check`` applies, a SUPPORTS verdict whose claim name
 (spaCy NER; counts, ordinals, quantities, percentages, money and times are left out) with a word
 that appears in none of the sentences the verifier read, nor in their page titles, becomes the
 likelier of REFUTES and NOT ENOUGH INFO, and its explanation says which entity was missing.
+The names NER misses count too: a run of proper nouns (spaCy's tagger) outside every entity
+("Stargate SG-1", "Epic Mickey") is checked like an entity (kind ``PROPN``).
 
 Matching is on words: both sides are case-folded with the accents of Latin letters stripped
 ("Łódź" and "Lodz" match, as do "Søren" and "Soren"), an entity's function words ("the", "of",
@@ -40,8 +42,9 @@ _LATIN_FOLD = str.maketrans(
 )
 _LATIN_END = 0x250  # Basic Latin to Latin Extended-B: the letters whose accents are stripped
 _CJK = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
-# spaCy components NER does not need (en_core_web_sm's NER has its own token vectors).
-_UNUSED = ("parser", "lemmatizer", "attribute_ruler", "tagger", "senter")
+# spaCy components neither NER nor the tagger's proper nouns need (en_core_web_sm's NER has its
+# own token vectors; the tagger and attribute_ruler give ``pos_``).
+_UNUSED = ("parser", "lemmatizer", "senter")
 
 
 def words(text: str) -> list[str]:
@@ -106,6 +109,20 @@ def withhold_support(verdict: Verdict, missing: Sequence[str]) -> Verdict:
     return Verdict(label, verdict.explanation + note, verdict.evidence, verdict.scores)
 
 
+def _names(doc) -> list[tuple[str, str]]:  # noqa: ANN001 - a spaCy Doc
+    """The doc's entities, then each run of proper nouns no entity covers."""
+    out = [(e.text, e.label_) for e in doc.ents]
+    covered = {i for e in doc.ents for i in range(e.start, e.end)}
+    run: list[str] = []
+    for token in [*doc, None]:
+        if token is not None and token.pos_ == "PROPN" and token.i not in covered:
+            run.append(token.text)
+        elif run:
+            out.append((" ".join(run), "PROPN"))
+            run = []
+    return out
+
+
 class EntityCheck:
     """Applies the entity check to a batch of verdicts (spaCy loaded by :meth:`load` or on first use).
 
@@ -126,10 +143,11 @@ class EntityCheck:
         return self
 
     def entities(self, claims: Sequence[str]) -> list[list[tuple[str, str]]]:
-        """Each claim's named entities as (text, spaCy type)."""
+        """Each claim's named entities as (text, spaCy type), then its proper-noun runs outside
+        them as (text, "PROPN")."""
         self.load()
         unused = [name for name in _UNUSED if name in self._nlp.pipe_names]
-        return [[(e.text, e.label_) for e in doc.ents] for doc in self._nlp.pipe(claims, disable=unused)]
+        return [_names(doc) for doc in self._nlp.pipe(claims, disable=unused)]
 
     def apply(
         self, claims: Sequence[str], evidence: Sequence[Sequence[Evidence]], verdicts: Sequence[Verdict]
