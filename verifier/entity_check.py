@@ -8,7 +8,7 @@ So, where ``verifier.entity_check`` applies, a SUPPORTS verdict whose claim name
 that appears in none of the sentences the verifier read, nor in their page titles, becomes the
 likelier of REFUTES and NOT ENOUGH INFO, and its explanation says which entity was missing.
 The names NER misses count too: a run of proper nouns (spaCy's tagger) outside every entity
-("Stargate SG-1", "Epic Mickey") is checked like an entity (kind ``PROPN``).
+("Stargate SG-1") is checked like an entity (kind ``PROPN``).
 
 Matching is on words: both sides are case-folded with the accents of Latin letters stripped
 ("Łódź" and "Lodz" match, as do "Søren" and "Soren"), an entity's function words ("the", "of",
