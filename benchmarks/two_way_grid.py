@@ -87,6 +87,7 @@ def row(dataset, records: list[dict]) -> dict:
 
 
 def grid(run_dir: Path) -> dict:
+    """Every threshold's scores on one tune run, the run's own labels and the pick."""
     cfg, dataset, store, records, oracle = load_run(run_dir)
     evidence = []
     for r in records:
