@@ -51,11 +51,22 @@ def load_run(run_dir: Path) -> tuple:
     if cfg.data.part != "tune":
         part = cfg.data.part
         raise SystemExit(f"{run_dir}/run.json: data.part is {part!r}; this grid reads tune runs only")
+    if cfg.reasoning.programs != "none" and cfg.reasoning.combine == "and":
+        # the check then also reads every step's evidence, which predictions.jsonl does not hold
+        raise SystemExit(f"{run_dir}/run.json: reasoning.combine is 'and'; this grid re-decides 'union' runs")
     dataset = dataset_from_config(cfg.data)
-    if len(dataset.labels) != 2:
+    if not dataset.two_way:
         raise SystemExit(f"{run_dir}/run.json: dataset {dataset.name!r} is not 2-way")
+    records = records_from_file(run_dir / "predictions.jsonl")
+    tune = {c.id for c in dataset.claims()}
+    have = {r["id"] for r in records}
+    if have != tune or len(records) != len(tune):
+        raise SystemExit(
+            f"{run_dir}/predictions.jsonl: {len(have & tune)} of the {len(tune)} tune claims, "
+            f"{len(records)} records; the grid needs the whole tune part, once each"
+        )
     store, _, _ = build_sentence_store(dataset, Path(cfg.paths.cache_dir), cfg.data.skip_bad_lines, False)
-    return cfg, dataset, store, records_from_file(run_dir / "predictions.jsonl"), meta.get("oracle", False)
+    return cfg, dataset, store, records, meta.get("oracle", False)
 
 
 def redecide(records: list[dict], evidence: list[list[Evidence]], check: EntityCheck | None, t: float | None):
@@ -110,7 +121,7 @@ def grid(run_dir: Path) -> dict:
     best = max(GRID, key=lambda t: (round(rows[f"{t:g}"]["macro_f1"], 9), t))
     return {
         "run": str(run_dir),
-        "config_threshold": own,
+        "run_threshold": own,
         "entity_check": cfg.verifier.entity_check,
         "oracle": oracle,
         "claims": len(records),
@@ -134,7 +145,7 @@ def table(results: dict[str, dict], command: str) -> str:
     ]
     for name, res in results.items():
         lines += [
-            f"## {name}: pick {res['pick']:g} (config had {res['config_threshold']})",
+            f"## {name}: pick {res['pick']:g} (the run had {res['run_threshold']})",
             "",
             f"{res['claims']} tune claims, entity check `{res['entity_check']}`"
             + (", gold evidence" if res["oracle"] else "")
@@ -163,14 +174,19 @@ def main() -> None:
         name, sep, path = spec.partition("=")
         if not sep or not name or not path:
             raise SystemExit(f"--run {spec!r}: expected NAME=DIR")
+        if name in results:
+            raise SystemExit(f"--run {spec!r}: the name {name!r} is given twice")
         try:
             results[name] = grid(Path(path))
-        except (OSError, ValueError, KeyError) as e:  # a missing or malformed run: one line naming it
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:  # one line naming the run
             raise SystemExit(f"{path}: not a readable evaluate run ({type(e).__name__}: {e})") from None
         print(f"{name}: pick {results[name]['pick']:g}", file=sys.stderr)
     command = shlex.join(["python", "benchmarks/two_way_grid.py", *sys.argv[1:]])
-    write_json_atomic(Path(args.out + ".json"), {"command": command, "grid": list(GRID), "runs": results})
-    write_text_atomic(Path(args.out + ".md"), table(results, command) + "\n")
+    try:
+        write_json_atomic(Path(args.out + ".json"), {"command": command, "grid": list(GRID), "runs": results})
+        write_text_atomic(Path(args.out + ".md"), table(results, command) + "\n")
+    except OSError as e:
+        raise SystemExit(f"--out {args.out}: cannot write ({e})") from None
     print(table(results, command))
 
 

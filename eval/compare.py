@@ -345,7 +345,6 @@ def compare(
     run_id = run_id or default_run_id(data.name, systems, sample, seed)
     root = Path(results_dir or systems[0].config.paths.results_dir)
     run_dir = output_dir(root / run_id, "--run-id")
-    two_way = len(data.labels) == 2
     with run_lock(run_dir):
         identity = {
             "dataset": {
@@ -363,7 +362,11 @@ def compare(
             "seed": seed,
             "claim_ids": [c.id for c in claims],
             "systems": [
-                {"name": s.name, "source": s.source, "config_hash": run_config_hash(s.config, two_way)}
+                {
+                    "name": s.name,
+                    "source": s.source,
+                    "config_hash": run_config_hash(s.config, two_way=data.two_way),
+                }
                 for s in systems
             ],
         }

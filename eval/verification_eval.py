@@ -97,7 +97,7 @@ def run_identity(config: Config, pipe: VerificationPipeline, claims: Sequence[Cl
     """What a prediction run is made from: settings, claims (ids and texts), corpus and model contents."""
     model = pipe.model_path or ""
     return {
-        "config_hash": run_config_hash(config, len(pipe.dataset.labels) == 2),
+        "config_hash": run_config_hash(config, two_way=pipe.dataset.two_way),
         "model": model,
         "model_files": settings_hash(tree_hashes(model)) if model and Path(model).exists() else None,
         "oracle": oracle,

@@ -62,6 +62,12 @@ class Dataset:
         ids = read_split(self.default_split_path(), self.claims_path)[self.part]
         return iter(select_part(stream, ids))
 
+    @property
+    def two_way(self) -> bool:
+        """Whether the labels are 2-way (HoVer's SUPPORTED / NOT_SUPPORTED): what
+        ``verifier.two_way_threshold`` and ``verifier.entity_check: two_way`` act on."""
+        return len(self.labels) == 2
+
     def default_split_path(self) -> Path:
         """:attr:`split_path`, or ``data/splits/<name>.json``."""
         return self.split_path or DATA_DIR / "splits" / f"{self.name}.json"

@@ -25,7 +25,7 @@ class RunBusyError(ValueError):
     """Another process holds the run directory's lock."""
 
 
-def run_config_hash(config: Config, two_way: bool) -> str:
+def run_config_hash(config: Config, *, two_way: bool) -> str:
     """The settings hash that names a prediction run (``evaluate``, ``compare``).
 
     ``eval`` and ``paths`` never count.  Nor, on 3-way data (``two_way`` False: FEVER), do the
@@ -37,7 +37,7 @@ def run_config_hash(config: Config, two_way: bool) -> str:
         update: dict = {"two_way_threshold": None}
         if verifier.entity_check == "two_way":
             update["entity_check"] = "never"
-        config = config.model_copy(update={"verifier": verifier.model_copy(update=update)})
+        config = config.model_copy(update={"verifier": verifier.replace(**update)})
     return settings_hash(config.hash_dict() | {"eval": None, "paths": None})
 
 

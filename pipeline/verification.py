@@ -214,7 +214,7 @@ class VerificationPipeline:
 
             verdicts, programs, evidence, checked = run_programs(self, claims, verdicts, evidence, oracle)
             timing["reasoning"] = (time.perf_counter() - t4) / n
-        two_way_data = len(self.dataset.labels) == 2
+        two_way_data = self.dataset.two_way
         threshold = cfg.verifier.two_way_threshold
         if threshold is not None and two_way_data:
             verdicts = [two_way(v, threshold) for v in verdicts]

@@ -110,16 +110,29 @@ def withhold_support(verdict: Verdict, missing: Sequence[str]) -> Verdict:
 
 
 def _names(doc) -> list[tuple[str, str]]:  # noqa: ANN001 - a spaCy Doc
-    """The doc's entities, then each run of proper nouns no entity covers."""
+    """The doc's entities, then each run of proper nouns no entity covers ("Spider-Man": a hyphen
+    with no space around it joins two proper nouns)."""
     out = [(e.text, e.label_) for e in doc.ents]
     covered = {i for e in doc.ents for i in range(e.start, e.end)}
-    run: list[str] = []
-    for token in [*doc, None]:
-        if token is not None and token.pos_ == "PROPN" and token.i not in covered:
-            run.append(token.text)
-        elif run:
-            out.append((" ".join(run), "PROPN"))
-            run = []
+
+    def name(i: int) -> bool:
+        return 0 <= i < len(doc) and doc[i].pos_ == "PROPN" and i not in covered
+
+    start = None
+    for i in range(len(doc) + 1):
+        joins = (
+            start is not None
+            and i < len(doc)
+            and doc[i].text == "-"
+            and not doc[i - 1].whitespace_
+            and not doc[i].whitespace_
+            and name(i + 1)
+        )
+        if name(i) or joins:
+            start = i if start is None else start
+        elif start is not None:
+            out.append((doc[start:i].text, "PROPN"))
+            start = None
     return out
 
 

@@ -176,5 +176,15 @@ def test_settings_for_two_way_labels_leave_a_three_way_run_valid(world: dict, ca
     summary = json.loads(capsys.readouterr().out)
     assert summary["written"] == 0 and summary["resumed"] == len(first.splitlines())
     assert (out / "predictions.jsonl").read_bytes() == first and not list(out.glob("*.stale-*"))
+    # the premise: made afresh with those settings, every verdict is the same
+    fresh = world["root"] / "run-two-way-fresh"
+    assert _cli(world, "predict", "--out", str(fresh), *two_way) == 0
+    keys = ("id", "predicted_label", "predicted_evidence", "scores", "explanation")
+
+    def verdicts(path: Path) -> list[tuple]:
+        return [tuple(json.loads(x)[k] for k in keys) for x in path.read_text(encoding="utf-8").splitlines()]
+
+    assert verdicts(fresh / "predictions.jsonl") == verdicts(out / "predictions.jsonl")
+    capsys.readouterr()
     assert _cli(world, "predict", "--out", str(out), "--set", "verifier.entity_check=always") == 2
     assert "(config_hash differ)" in _one_error_line(capsys)

@@ -71,4 +71,6 @@ def test_two_way_settings_name_two_way_runs_only():
     assert run_config_hash(other, two_way=True) != run_config_hash(tuned, two_way=True)
     always = load_config(None, ["verifier.entity_check=always"])  # acts on 3-way verdicts too
     assert run_config_hash(always, two_way=False) != run_config_hash(plain, two_way=False)
-    assert run_config_hash(load_config(None, ["eval.limit=5"]), False) == run_config_hash(plain, False)
+    assert run_config_hash(load_config(None, ["eval.limit=5"]), two_way=False) == run_config_hash(
+        plain, two_way=False
+    )
