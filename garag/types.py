@@ -112,6 +112,13 @@ class Verdict:
     evidence: tuple[SentenceId, ...] = ()
     scores: dict[Label, float] = field(default_factory=dict)
 
+    def likelier_unsupported(self) -> Label:
+        """REFUTES or NOT ENOUGH INFO, whichever scores higher: the verdict when SUPPORTS is withheld.
+        A tie (an LLM verdict scores one label only) goes to NOT ENOUGH INFO."""
+        refute = float(self.scores.get(Label.REFUTES, 0.0))
+        nei = float(self.scores.get(Label.NOT_ENOUGH_INFO, 0.0))
+        return Label.REFUTES if refute > nei else Label.NOT_ENOUGH_INFO
+
 
 @dataclass(frozen=True)
 class Triplet:

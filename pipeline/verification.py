@@ -262,15 +262,7 @@ class VerificationPipeline:
 def two_way(verdict: Verdict, threshold: float) -> Verdict:
     """The 2-way decision: SUPPORTS when its score reaches ``threshold``, else the likelier other label."""
     support = float(verdict.scores.get(Label.SUPPORTS, 0.0))
-    if support >= threshold:
-        label = Label.SUPPORTS
-    else:
-        refute = float(verdict.scores.get(Label.REFUTES, 0.0))
-        label = (
-            Label.REFUTES
-            if refute >= float(verdict.scores.get(Label.NOT_ENOUGH_INFO, 0.0))
-            else (Label.NOT_ENOUGH_INFO)
-        )
+    label = Label.SUPPORTS if support >= threshold else verdict.likelier_unsupported()
     if label is verdict.label:
         return verdict
     side = ">=" if support >= threshold else "<"

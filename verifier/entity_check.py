@@ -100,10 +100,7 @@ def withhold_support(verdict: Verdict, missing: Sequence[str]) -> Verdict:
     """``verdict`` unless it is SUPPORTS with entities missing: then the likelier other label."""
     if verdict.label is not Label.SUPPORTS or not missing:
         return verdict
-    refute = float(verdict.scores.get(Label.REFUTES, 0.0))
-    nei = float(verdict.scores.get(Label.NOT_ENOUGH_INFO, 0.0))
-    # a tie (an LLM verdict scores one label only) goes to NEI: what is missing is evidence
-    label = Label.REFUTES if refute > nei else Label.NOT_ENOUGH_INFO
+    label = verdict.likelier_unsupported()
     names = ", ".join(f'"{m}"' for m in missing)
     note = f" Entity check: no sentence read names {names}, so the claim is not supported."
     return Verdict(label, verdict.explanation + note, verdict.evidence, verdict.scores)

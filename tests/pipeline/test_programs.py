@@ -237,6 +237,11 @@ def test_two_way_decision_thresholds_the_supports_score():
     assert low.evidence == v.evidence and low.scores == v.scores
     nei = Verdict(Label.NOT_ENOUGH_INFO, "e.", (), scores)
     assert two_way(nei, 0.3).label is Label.SUPPORTS
+    refuted = {Label.SUPPORTS: 0.3, Label.REFUTES: 0.4, Label.NOT_ENOUGH_INFO: 0.3}
+    assert two_way(Verdict(Label.SUPPORTS, "e.", (), refuted), 0.5).label is Label.REFUTES
+    # a tie goes to NOT ENOUGH INFO, as when the entity check withholds SUPPORTS
+    tie = {Label.SUPPORTS: 0.2, Label.REFUTES: 0.4, Label.NOT_ENOUGH_INFO: 0.4}
+    assert two_way(Verdict(Label.SUPPORTS, "e.", (), tie), 0.5).label is Label.NOT_ENOUGH_INFO
 
 
 class StepLinesClient:
