@@ -45,6 +45,7 @@ from pipeline.training_data import (
     split_by_page,
 )
 from verifier.aggregate import aggregate_sentence_probs
+from verifier.backbones import resolve_backbone
 from verifier.base import TrainExample
 from verifier.calibration import calibrate_nei_bias
 from verifier.claim_aggregator import (
@@ -57,7 +58,7 @@ from verifier.claim_aggregator import (
 from verifier.inputs import build_premise
 from verifier.labels import LABEL_ORDER
 from verifier.nli import NLIVerifier
-from verifier.train import PREMISE_FORMAT, resolve_base_model, train_verifier
+from verifier.train import PREMISE_FORMAT, train_verifier
 
 logger = logging.getLogger(__name__)
 
@@ -112,7 +113,7 @@ def _base_verifier_config(config: Config) -> Config:
 def _resolve_base(config: Config, progress: bool) -> str:
     if config.train.base_model == GARAG_BASE:
         return ensure_verifier(_base_verifier_config(config), progress=progress)
-    return resolve_base_model(config.train.base_model, config.paths.cache_dir)
+    return resolve_backbone(config.train.base_model, config.paths.cache_dir)
 
 
 def verifier_artifact_dir(config: Config) -> Path:

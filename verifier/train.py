@@ -57,7 +57,6 @@ __all__ = [
     "TrainExample",
     "TrainResult",
     "classification_metrics",
-    "resolve_base_model",
     "train_verifier",
 ]
 
@@ -89,11 +88,6 @@ class TrainResult:
     seconds: float
     steps: int
     resumed_from_step: int = 0
-
-
-def resolve_base_model(name: str, cache_root: str | Path | None = None) -> str:
-    """``train.base_model`` -> loadable path or hub id (:func:`verifier.backbones.resolve_backbone`)."""
-    return resolve_backbone(name, cache_root)
 
 
 def _linear_warmup_decay(step: int, warmup: int, total: int) -> float:
@@ -134,11 +128,6 @@ class _Trainer:
         self.progress = progress
         self.settings = run_settings(config, base_model, overrides, train, val)
         self.device = "cuda" if torch.cuda.is_available() else "cpu"
-        if self.device == "cuda":
-            # TF32 matrix products: 2.3x (96 tokens) to 3.0x (320 tokens) faster steps for
-            # all-mpnet-base-v2 on an H200 (benchmarks/results/mpnet_gpu.md).
-            torch.backends.cuda.matmul.allow_tf32 = True
-            torch.backends.cudnn.allow_tf32 = True
         self.tokenizer = AutoTokenizer.from_pretrained(base_model)
         ckpt = recover_checkpoint(out_dir)
         if ckpt is not None:
@@ -479,7 +468,7 @@ def train_verifier(
         raise ValueError("train_verifier: no validation examples (needed to choose the model and stop early)")
     if checkpoint_every < 0 or checkpoint_minutes <= 0:
         raise ValueError("checkpoint_every must be >= 0 and checkpoint_minutes > 0")
-    base_model = resolve_base_model(base_model_path)
+    base_model = resolve_backbone(base_model_path)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     done = out_dir / _RESULT
@@ -499,6 +488,11 @@ def train_verifier(
     import torch
 
     tf32 = (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32)
+    if torch.cuda.is_available():  # the trainer's device
+        # TF32 matrix products: 2.3x (96 tokens) to 3.0x (320 tokens) faster steps for
+        # all-mpnet-base-v2 on an H200 (benchmarks/results/mpnet_gpu.md).
+        torch.backends.cuda.matmul.allow_tf32 = True
+        torch.backends.cudnn.allow_tf32 = True
     try:
         trainer = _Trainer(config, train, val, base_model, out_dir, model_overrides, progress)
         resumed_from = trainer.state["step"]
