@@ -4,8 +4,9 @@ On a 2-way dataset (HoVer) a claim is SUPPORTED when the verifier's SUPPORTS sco
 threshold and, with ``verifier.entity_check: two_way``, every entity the claim names is found in
 the sentences the verdict rests on (verifier/entity_check.py).  Both steps come after the
 verifier's scores, so one tune run per config is enough: this benchmark re-decides every saved
-prediction of the run with each threshold of the grid, using the pipeline's own ``two_way`` and
-``EntityCheck`` on the sentences the run read, and scores it like ``garag evaluate``.
+prediction of the run with each threshold of the grid through the pipeline's own decision
+(``pipeline.verification.decide``: ``two_way``, then ``EntityCheck`` on the sentences the run
+read), and scores it like ``garag evaluate``.
 
 The pick, fixed before the grid was run: the highest macro-F1 over all hops of the tune part;
 a tie goes to the higher threshold (the smaller change to the verifier's own decision).  The
@@ -32,11 +33,11 @@ from pathlib import Path
 
 from eval.verification_eval import records_from_file, score_records
 from garag.artifacts import write_json_atomic, write_text_atomic
-from garag.config import validate_config
+from garag.config import VerifierConfig, validate_config
 from garag.datasets import dataset_from_config
 from garag.types import Evidence, Label, SentenceId, Verdict
 from pipeline.retrieval import build_sentence_store
-from pipeline.verification import two_way
+from pipeline.verification import decide
 from verifier.entity_check import EntityCheck
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -69,17 +70,17 @@ def load_run(run_dir: Path) -> tuple:
     return cfg, dataset, store, records, meta.get("oracle", False)
 
 
-def redecide(records: list[dict], evidence: list[list[Evidence]], check: EntityCheck | None, t: float | None):
-    """The records with their labels decided again at threshold ``t`` (None: the likeliest label), then
-    the entity check."""
+def redecide(
+    records: list[dict], evidence: list[list[Evidence]], settings: VerifierConfig, check: EntityCheck | None
+):
+    """The records with their labels decided again from their scores as the pipeline decides them
+    (:func:`pipeline.verification.decide`) with ``settings`` (no threshold: the likeliest label)."""
     verdicts = []
     for r, ev in zip(records, evidence, strict=True):
         scores = {Label(k): float(p) for k, p in r["scores"].items()}
-        top = max(scores, key=scores.get)
-        verdict = Verdict(top, "", tuple(e.sentence for e in ev), scores)
-        verdicts.append(verdict if t is None else two_way(verdict, t))
-    if check is not None:
-        verdicts = check.apply([r["claim"] for r in records], evidence, verdicts)
+        verdicts.append(Verdict(max(scores, key=scores.get), "", tuple(e.sentence for e in ev), scores))
+    claims = [r["claim"] for r in records]
+    verdicts = decide(verdicts, claims, evidence, settings, check, two_way_data=True)
     out = []
     for r, v in zip(records, verdicts, strict=True):
         out.append({k: x for k, x in r.items() if k != "dataset_label"} | {"predicted_label": v.label.value})
@@ -109,7 +110,7 @@ def grid(run_dir: Path) -> dict:
         check = EntityCheck(cfg.decomposition.spacy_model).load()
     own = cfg.verifier.two_way_threshold
     # the re-decision must give the run's own labels back
-    again = redecide(records, evidence, check, own)
+    again = redecide(records, evidence, cfg.verifier, check)
     diff = [
         r["id"] for r, a in zip(records, again, strict=True) if r["predicted_label"] != a["predicted_label"]
     ]
@@ -117,7 +118,9 @@ def grid(run_dir: Path) -> dict:
         raise SystemExit(f"{run_dir}: re-deciding at the run's threshold {own} changes claims {diff[:5]}")
     rows = {"as run": row(dataset, records)}
     for t in GRID:
-        rows[f"{t:g}"] = row(dataset, redecide(records, evidence, check, t))
+        rows[f"{t:g}"] = row(
+            dataset, redecide(records, evidence, cfg.verifier.replace(two_way_threshold=t), check)
+        )
     best = max(GRID, key=lambda t: (round(rows[f"{t:g}"]["macro_f1"], 9), t))
     return {
         "run": str(run_dir),

@@ -14,8 +14,9 @@ import logging
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from garag.config import Config
+from garag.config import Config, VerifierConfig
 from garag.datasets import Dataset
 from garag.store import SentenceStore
 from garag.types import Claim, Evidence, Hit, Label, SentenceId, Verdict
@@ -23,6 +24,9 @@ from pipeline.graph_stage import GraphRanking, GraphStage, cosine_similarity_fn,
 from pipeline.retrieval import RetrievalPipeline, RetrievalResult
 from pipeline.train_verifier import ensure_verifier
 from verifier.base import Verifier
+
+if TYPE_CHECKING:
+    from verifier.entity_check import EntityCheck
 
 logger = logging.getLogger(__name__)
 
@@ -214,15 +218,11 @@ class VerificationPipeline:
 
             verdicts, programs, evidence, checked = run_programs(self, claims, verdicts, evidence, oracle)
             timing["reasoning"] = (time.perf_counter() - t4) / n
-        two_way_data = self.dataset.two_way
-        threshold = cfg.verifier.two_way_threshold
-        if threshold is not None and two_way_data:
-            verdicts = [two_way(v, threshold) for v in verdicts]
-        check = cfg.verifier.entity_check
-        if self.entity_check is not None and (check == "always" or (check == "two_way" and two_way_data)):
-            t5 = time.perf_counter()
-            verdicts = self.entity_check.apply(texts, checked, verdicts)
-            timing["verification"] += (time.perf_counter() - t5) / n
+        t5 = time.perf_counter()
+        verdicts = decide(
+            verdicts, texts, checked, cfg.verifier, self.entity_check, two_way_data=self.dataset.two_way
+        )
+        timing["verification"] += (time.perf_counter() - t5) / n
         llm = _usage_per_claim(before, self.llm_client.stats.snapshot(), n) if before is not None else None
         out = []
         for c, v, r, e, q, g, p in zip(
@@ -257,6 +257,26 @@ class VerificationPipeline:
         """``run`` over many claims in batches, yielding results in order."""
         for i in range(0, len(claims), batch_size):
             yield from self.run(claims[i : i + batch_size], oracle=oracle)
+
+
+def decide(
+    verdicts: Sequence[Verdict],
+    claims: Sequence[str],
+    checked: Sequence[Sequence[Evidence]],
+    settings: VerifierConfig,
+    entity_check: EntityCheck | None,
+    *,
+    two_way_data: bool,
+) -> list[Verdict]:
+    """What follows the verifier: the 2-way threshold, then the entity check on the sentences each
+    verdict rests on (``checked``), each where ``settings`` and the dataset make it apply."""
+    out = list(verdicts)
+    if settings.two_way_threshold is not None and two_way_data:
+        out = [two_way(v, settings.two_way_threshold) for v in out]
+    check = settings.entity_check
+    if entity_check is not None and (check == "always" or (check == "two_way" and two_way_data)):
+        out = entity_check.apply(claims, checked, out)
+    return out
 
 
 def two_way(verdict: Verdict, threshold: float) -> Verdict:
