@@ -120,6 +120,12 @@ class NLIVerifier:
         return self._nei_bias
 
     @property
+    def device(self) -> str:
+        """The device the classifier runs on, e.g. ``"cpu"`` or ``"cuda"`` (after :meth:`load`)."""
+        self._require_loaded()
+        return self._device
+
+    @property
     def index_to_label(self) -> dict[int, Label]:
         """The model's output index -> verdict (after :meth:`load`)."""
         self._require_loaded()

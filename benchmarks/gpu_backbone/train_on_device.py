@@ -101,7 +101,7 @@ def stage(name, base_model, variants):
             "steps": res.steps,
             "train_seconds": secs,
             "calibration": cal,
-            "scorer_device": scorer._device,
+            "scorer_device": scorer.device,
         }
         result.setdefault(name, []).append(entry)
         acc = res.best_val["accuracy"]

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 
 from garag.config import VerifierConfig
 from garag.types import Evidence, Label, SentenceId, Verdict
@@ -43,6 +44,7 @@ def _cited(text: str) -> list[SentenceId]:
 def test_is_a_verifier_and_reads_fever_labels(concat: NLIVerifier) -> None:
     assert isinstance(concat, Verifier)
     assert concat.index_to_label == {0: S, 1: N, 2: R}
+    assert concat.device == ("cuda" if torch.cuda.is_available() else "cpu")  # "auto", resolved at load
 
 
 def test_concat_verdicts_follow_the_evidence(concat: NLIVerifier, make_evidence) -> None:
@@ -141,6 +143,8 @@ def test_bad_input(concat: NLIVerifier, make_evidence) -> None:
 def test_not_loaded(model_dir: Path) -> None:
     with pytest.raises(RuntimeError, match="load"):
         NLIVerifier(VerifierConfig(), str(model_dir)).verify("x", [])
+    with pytest.raises(RuntimeError, match="load"):
+        _ = NLIVerifier(VerifierConfig(), str(model_dir)).device
 
 
 def test_missing_local_checkpoint(tmp_path: Path) -> None:
