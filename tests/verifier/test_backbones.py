@@ -13,6 +13,7 @@ import base64
 import hashlib
 import importlib
 import io
+import json
 import zipfile
 from pathlib import Path
 
@@ -88,12 +89,31 @@ def test_assembles_once_skips_desktop_ini_and_reuses(site: Path, tmp_path: Path)
     assert resolve_backbone("mpnet", tmp_path / "cache") == str(out)
 
 
-def test_a_damaged_folder_is_assembled_again(site: Path, tmp_path: Path) -> None:
+def test_a_damaged_folder_is_assembled_again(
+    site: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     _install_fake_parts(site)
     out = assemble_mpnet(tmp_path)
-    (out / "model.safetensors").write_bytes(b"truncated")
+    model = out / "model.safetensors"
+    want = FILES["all-mpnet-base-v2/model.safetensors"]
+    meta = json.loads((out / "garag_backbone.json").read_text())
+    assert meta["files"]["model.safetensors"] == {
+        "bytes": len(want),
+        "sha256": hashlib.sha256(want).hexdigest(),
+    }
+    model.write_bytes(b"truncated")
     assert assemble_mpnet(tmp_path) == out
-    assert (out / "model.safetensors").read_bytes() == FILES["all-mpnet-base-v2/model.safetensors"]
+    assert model.read_bytes() == want
+    # a flipped byte keeps the size: the checksum finds it
+    model.write_bytes(bytes([want[0] ^ 1]) + want[1:])
+    with caplog.at_level("WARNING", logger="verifier.backbones"):
+        assert assemble_mpnet(tmp_path) == out
+    assert model.read_bytes() == want
+    assert "model.safetensors: cached artifact does not match its checksum" in caplog.text
+    # a folder assembled by an older garag, which recorded sizes only, is assembled again
+    (out / "garag_backbone.json").write_text(json.dumps({"backbone": "mpnet", "sizes": {"config.json": 1}}))
+    assert assemble_mpnet(tmp_path) == out
+    assert "files" in json.loads((out / "garag_backbone.json").read_text())
 
 
 def test_missing_or_corrupt_parts_are_named(site: Path, tmp_path: Path) -> None:
