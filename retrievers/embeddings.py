@@ -3,7 +3,8 @@
 The cache maps ``sha256(text)`` to a vector, one SQLite database per model
 (``<cache_dir>/embeddings-<model identity>/embeddings.db``), so re-indexing a
 corpus that gained a few sentences encodes only those sentences, and an
-interrupted build keeps everything it committed.
+interrupted build keeps everything it committed.  Each row carries a CRC-32 of its key and
+vector: a row that fails it is encoded again, and a file SQLite cannot read is named in the error.
 """
 
 from __future__ import annotations
@@ -14,12 +15,15 @@ import os
 import sqlite3
 import threading
 import time
+import zlib
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from tqdm import tqdm
+
+from garag.artifacts import ArtifactError
 
 logger = logging.getLogger(__name__)
 
@@ -293,20 +297,35 @@ class EmbeddingCache:
         if con is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             con = sqlite3.connect(self.path, timeout=60.0, check_same_thread=False)  # closed by close()
-            con.execute("PRAGMA journal_mode=WAL")
-            con.execute("PRAGMA synchronous=NORMAL")
-            # float16 and float32 copies of one text may coexist: a build reads only its own dtype.
-            con.execute(
-                "CREATE TABLE IF NOT EXISTS vectors (key BLOB NOT NULL, dtype TEXT NOT NULL, "
-                "vec BLOB NOT NULL, PRIMARY KEY (key, dtype)) WITHOUT ROWID"
-            )
-            con.execute("CREATE TABLE IF NOT EXISTS info (name TEXT PRIMARY KEY, value TEXT NOT NULL)")
-            con.execute("INSERT OR IGNORE INTO info VALUES ('model', ?)", (self.encoder.model,))
-            con.commit()
+            try:
+                con.execute("PRAGMA journal_mode=WAL")
+                con.execute("PRAGMA synchronous=NORMAL")
+                # float16 and float32 copies of one text may coexist: a build reads only its own dtype.
+                # crc: zlib.crc32 of key + vec, checked on every read; NULL in rows that a garag
+                # before the column wrote (those are read unchecked).
+                con.execute(
+                    "CREATE TABLE IF NOT EXISTS vectors (key BLOB NOT NULL, dtype TEXT NOT NULL, "
+                    "vec BLOB NOT NULL, crc INTEGER, PRIMARY KEY (key, dtype)) WITHOUT ROWID"
+                )
+                columns = {row[1] for row in con.execute("PRAGMA table_info(vectors)")}
+                if "crc" not in columns:
+                    con.execute("ALTER TABLE vectors ADD COLUMN crc INTEGER")
+                con.execute("CREATE TABLE IF NOT EXISTS info (name TEXT PRIMARY KEY, value TEXT NOT NULL)")
+                con.execute("INSERT OR IGNORE INTO info VALUES ('model', ?)", (self.encoder.model,))
+                con.commit()
+            except sqlite3.DatabaseError as exc:
+                con.close()
+                raise self._damaged(exc) from None
             self._local.con = con
             with self._lock:
                 self._all.append(con)
         return con
+
+    def _damaged(self, exc: sqlite3.DatabaseError) -> ArtifactError:
+        return ArtifactError(
+            f"{self.path}: damaged embedding cache ({exc}); delete it (it only saves re-encoding: "
+            "the next build encodes its sentences again)"
+        )
 
     def __len__(self) -> int:
         """Number of vectors cached in this cache's dtype."""
@@ -314,16 +333,32 @@ class EmbeddingCache:
         return int(row[0])
 
     def _lookup(self, keys: list[bytes]) -> dict[bytes, np.ndarray]:
+        """The cached vectors of ``keys``; a row that fails its checksum counts as missing."""
         found: dict[bytes, np.ndarray] = {}
+        damaged = 0
         for i in range(0, len(keys), _SQL_VARS):
             chunk = keys[i : i + _SQL_VARS]
-            q = f"SELECT key, vec FROM vectors WHERE dtype=? AND key IN ({','.join('?' * len(chunk))})"
-            rows = self.con.execute(q, [self.dtype.name, *chunk]).fetchall()
-            if rows:
+            q = f"SELECT key, vec, crc FROM vectors WHERE dtype=? AND key IN ({','.join('?' * len(chunk))})"
+            try:
+                rows = self.con.execute(q, [self.dtype.name, *chunk]).fetchall()
+            except sqlite3.DatabaseError as exc:
+                raise self._damaged(exc) from None
+            sound = [r for r in rows if r[2] is None or _row_crc(r[0], r[1]) == r[2]]
+            size = len(sound[0][1]) if sound else 0
+            if any(len(r[1]) != size for r in sound) or size % self.dtype.itemsize:
+                raise self._damaged(sqlite3.DatabaseError("cached vectors of different lengths"))
+            damaged += len(rows) - len(sound)
+            if sound:
                 mat = _decode(
-                    np.frombuffer(b"".join(r[1] for r in rows), dtype=self.dtype).reshape(len(rows), -1)
+                    np.frombuffer(b"".join(r[1] for r in sound), dtype=self.dtype).reshape(len(sound), -1)
                 )
-                found.update(zip((r[0] for r in rows), mat, strict=True))
+                found.update(zip((r[0] for r in sound), mat, strict=True))
+        if damaged:
+            logger.warning(
+                "%s: %d cached vectors fail their checksum (damaged); encoding their texts again",
+                self.path,
+                damaged,
+            )
         return found
 
     def encode_cached(self, texts: Sequence[str], pool: Any = None) -> np.ndarray:
@@ -368,9 +403,12 @@ class EmbeddingCache:
             encoded = (r.get() for r in results)
         for batch, vecs in zip(batches, encoded, strict=True):
             vecs = vecs.astype(self.dtype)
-            rows = [(k, self.dtype.name, v.tobytes()) for (k, _), v in zip(batch, vecs, strict=True)]
+            blobs = [(k, v.tobytes()) for (k, _), v in zip(batch, vecs, strict=True)]
+            rows = [(k, self.dtype.name, b, _row_crc(k, b)) for k, b in blobs]
             with self.con:
-                self.con.executemany("INSERT OR REPLACE INTO vectors VALUES (?,?,?)", rows)
+                self.con.executemany(
+                    "INSERT OR REPLACE INTO vectors (key, dtype, vec, crc) VALUES (?,?,?,?)", rows
+                )
             out.update(zip((k for k, _ in batch), _decode(vecs), strict=True))
             self.texts_encoded += len(batch)
             bar.update(len(batch))
@@ -383,6 +421,11 @@ class EmbeddingCache:
         for con in cons:
             con.close()
         self._local = threading.local()
+
+
+def _row_crc(key: bytes, vec: bytes) -> int:
+    """The checksum stored with a cached vector: CRC-32 of its key and bytes."""
+    return zlib.crc32(vec, zlib.crc32(key))
 
 
 def _decode(vecs: np.ndarray) -> np.ndarray:

@@ -10,14 +10,19 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import sqlite3
 import threading
 import time
+import zlib
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from garag.artifacts import ArtifactError
 from garag.llm.base import ChatMessage, ChatReply
+
+logger = logging.getLogger(__name__)
 
 CACHE_VERSION = 1
 
@@ -53,8 +58,14 @@ def cache_key(
 class ResponseCache:
     """Replies by key in one SQLite file; safe to share between threads of one process.
 
+    Each row carries a CRC-32 of its key and reply: a row that fails it is a miss (the model is
+    asked again and the row rewritten), and a file SQLite cannot read is named in the error.
+
     Args:
         path: the database file (created with its directory).
+
+    Raises:
+        ArtifactError: the file is not a readable SQLite database.
     """
 
     def __init__(self, path: str | Path) -> None:
@@ -62,27 +73,59 @@ class ResponseCache:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
         self._db = sqlite3.connect(str(self.path), check_same_thread=False, timeout=30)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute(
-            "CREATE TABLE IF NOT EXISTS replies (key TEXT PRIMARY KEY, model TEXT, text TEXT,"
-            " prompt_tokens INTEGER, completion_tokens INTEGER, created REAL)"
+        try:
+            self._db.execute("PRAGMA journal_mode=WAL")
+            # crc: NULL in rows a garag before the column wrote (those are read unchecked)
+            self._db.execute(
+                "CREATE TABLE IF NOT EXISTS replies (key TEXT PRIMARY KEY, model TEXT, text TEXT,"
+                " prompt_tokens INTEGER, completion_tokens INTEGER, created REAL, crc INTEGER)"
+            )
+            columns = {row[1] for row in self._db.execute("PRAGMA table_info(replies)")}
+            if "crc" not in columns:
+                self._db.execute("ALTER TABLE replies ADD COLUMN crc INTEGER")
+            self._db.commit()
+        except sqlite3.DatabaseError as exc:
+            self._db.close()
+            raise self._damaged(exc) from None
+
+    def _damaged(self, exc: sqlite3.DatabaseError) -> ArtifactError:
+        return ArtifactError(
+            f"{self.path}: damaged LLM reply cache ({exc}); delete it (the model is then asked again)"
         )
-        self._db.commit()
 
     def get(self, key: str) -> ChatReply | None:
-        with self._lock:
-            row = self._db.execute(
-                "SELECT text, prompt_tokens, completion_tokens FROM replies WHERE key = ?", (key,)
-            ).fetchone()
-        return None if row is None else ChatReply(row[0], int(row[1]), int(row[2]))
+        """The cached reply, or None (also for a row that fails its checksum: logged)."""
+        try:
+            with self._lock:
+                row = self._db.execute(
+                    "SELECT text, prompt_tokens, completion_tokens, crc FROM replies WHERE key = ?", (key,)
+                ).fetchone()
+        except sqlite3.DatabaseError as exc:
+            raise self._damaged(exc) from None
+        if row is None:
+            return None
+        text, prompt_tokens, completion_tokens, crc = row
+        if crc is not None and (
+            not isinstance(text, str) or _reply_crc(key, text, prompt_tokens, completion_tokens) != crc
+        ):
+            logger.warning(
+                "%s: the cached reply %s fails its checksum (damaged); asking again", self.path, key[:12]
+            )
+            return None
+        return ChatReply(text, int(prompt_tokens), int(completion_tokens))
 
     def put(self, key: str, model: str, reply: ChatReply) -> None:
-        with self._lock:
-            self._db.execute(
-                "INSERT OR REPLACE INTO replies VALUES (?, ?, ?, ?, ?, ?)",
-                (key, model, reply.text, reply.prompt_tokens, reply.completion_tokens, time.time()),
-            )
-            self._db.commit()
+        crc = _reply_crc(key, reply.text, reply.prompt_tokens, reply.completion_tokens)
+        try:
+            with self._lock:
+                self._db.execute(
+                    "INSERT OR REPLACE INTO replies (key, model, text, prompt_tokens, completion_tokens,"
+                    " created, crc) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (key, model, reply.text, reply.prompt_tokens, reply.completion_tokens, time.time(), crc),
+                )
+                self._db.commit()
+        except sqlite3.DatabaseError as exc:
+            raise self._damaged(exc) from None
 
     def __len__(self) -> int:
         with self._lock:
@@ -91,3 +134,9 @@ class ResponseCache:
     def close(self) -> None:
         with self._lock:
             self._db.close()
+
+
+def _reply_crc(key: str, text: str, prompt_tokens: int, completion_tokens: int) -> int:
+    """The checksum stored with a reply: CRC-32 over its key, text and token counts."""
+    blob = json.dumps([key, text, int(prompt_tokens), int(completion_tokens)], ensure_ascii=False)
+    return zlib.crc32(blob.encode("utf-8"))

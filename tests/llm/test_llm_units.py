@@ -93,6 +93,51 @@ def test_response_cache_persists_across_connections(tmp_path):
     again.close()
 
 
+def test_a_damaged_cached_reply_is_a_miss_and_is_rewritten(tmp_path, caplog):
+    import sqlite3
+
+    path = tmp_path / "replies.sqlite"
+    cache = ResponseCache(path)
+    cache.put("k1", "m", ChatReply("Verify: Paris is in France.", 12, 3))
+    cache.put("k2", "m", ChatReply("Verify: Oslo is in Norway.", 10, 4))
+    cache.close()
+    con = sqlite3.connect(path)
+    con.execute("UPDATE replies SET text = 'Verify: Paris is in Spain.' WHERE key = 'k1'")  # changed bytes
+    con.commit()
+    con.close()
+    cache = ResponseCache(path)
+    with caplog.at_level("WARNING", logger="garag.llm.cache"):
+        assert cache.get("k1") is None
+    assert "fails its checksum" in caplog.text and str(path) in caplog.text
+    assert cache.get("k2") == ChatReply("Verify: Oslo is in Norway.", 10, 4)
+    cache.put("k1", "m", ChatReply("Verify: Paris is in France.", 12, 3))  # asked again
+    assert cache.get("k1") == ChatReply("Verify: Paris is in France.", 12, 3)
+    cache.close()
+
+
+def test_an_older_reply_cache_is_read_and_a_broken_file_named(tmp_path):
+    import sqlite3
+
+    from garag.artifacts import ArtifactError
+
+    path = tmp_path / "old.sqlite"
+    con = sqlite3.connect(path)  # the table garag wrote before the crc column
+    con.execute(
+        "CREATE TABLE replies (key TEXT PRIMARY KEY, model TEXT, text TEXT,"
+        " prompt_tokens INTEGER, completion_tokens INTEGER, created REAL)"
+    )
+    con.execute("INSERT INTO replies VALUES ('k', 'm', 'an old reply', 5, 2, 0.0)")
+    con.commit()
+    con.close()
+    cache = ResponseCache(path)
+    assert cache.get("k") == ChatReply("an old reply", 5, 2)  # unchecked, as it was
+    cache.close()
+    broken = tmp_path / "broken.sqlite"
+    broken.write_bytes(b"this is not an SQLite database file at all " * 4)
+    with pytest.raises(ArtifactError, match=r"broken\.sqlite: damaged LLM reply cache .*; delete it"):
+        ResponseCache(broken)
+
+
 def test_chat_message_rejects_unknown_role():
     with pytest.raises(ValueError, match="role"):
         ChatMessage("tool", "x")

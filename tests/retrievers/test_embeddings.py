@@ -180,3 +180,68 @@ def test_interrupted_encoding_keeps_committed_chunks(
 def test_text_key_is_sha256_of_exact_text():
     assert text_key("a") != text_key("a ")
     assert len(text_key("Liverpool")) == 32
+
+
+def test_a_damaged_vector_is_encoded_again(encoder: SentenceEncoder, tmp_path: Path, caplog):
+    import sqlite3
+
+    cache = EmbeddingCache(encoder, tmp_path, dtype="float16")
+    good = cache.encode_cached(TEXTS)
+    cache.close()
+    con = sqlite3.connect(cache.path)
+    key = text_key(TEXTS[2])
+    (vec,) = con.execute("SELECT vec FROM vectors WHERE key=?", (key,)).fetchone()
+    flipped = bytes([vec[0] ^ 0x04]) + vec[1:]  # one bit of the first component
+    con.execute("UPDATE vectors SET vec=? WHERE key=?", (flipped, key))
+    con.commit()
+    con.close()
+
+    start = encoder.texts_encoded
+    cache = EmbeddingCache(encoder, tmp_path, dtype="float16")
+    with caplog.at_level("WARNING", logger="retrievers.embeddings"):
+        again = cache.encode_cached(TEXTS)
+    assert encoder.texts_encoded - start == 1  # only the damaged row
+    np.testing.assert_allclose(again, good, atol=1e-3)  # re-encoded alone: batch padding noise
+    assert "1 cached vectors fail their checksum" in caplog.text and str(cache.path) in caplog.text
+    start = encoder.texts_encoded
+    cache.encode_cached(TEXTS)  # the row was written again, whole
+    assert encoder.texts_encoded == start
+    cache.close()
+
+
+def test_rows_of_an_older_cache_without_checksums_are_read(encoder: SentenceEncoder, tmp_path: Path):
+    import sqlite3
+
+    path = tmp_path / f"embeddings-{encoder.identity}" / "embeddings.db"
+    path.parent.mkdir()
+    vecs = encoder.encode(TEXTS[:2]).astype(np.float16)
+    con = sqlite3.connect(path)  # the schema garag wrote before the crc column
+    con.execute(
+        "CREATE TABLE vectors (key BLOB NOT NULL, dtype TEXT NOT NULL, vec BLOB NOT NULL, "
+        "PRIMARY KEY (key, dtype)) WITHOUT ROWID"
+    )
+    con.executemany(
+        "INSERT INTO vectors VALUES (?,?,?)",
+        [(text_key(t), "float16", v.tobytes()) for t, v in zip(TEXTS[:2], vecs, strict=True)],
+    )
+    con.commit()
+    con.close()
+    start = encoder.texts_encoded
+    cache = EmbeddingCache(encoder, tmp_path, dtype="float16")
+    got = cache.encode_cached(TEXTS)
+    assert encoder.texts_encoded - start == 2  # the two old rows were used as they are
+    np.testing.assert_allclose(got[:2], vecs.astype(np.float32), atol=1e-3)
+    assert cache.con.execute("SELECT COUNT(*) FROM vectors WHERE crc IS NOT NULL").fetchone()[0] == 2
+    cache.close()
+
+
+def test_a_file_sqlite_cannot_read_is_named(encoder: SentenceEncoder, tmp_path: Path):
+    from garag.artifacts import ArtifactError
+
+    cache = EmbeddingCache(encoder, tmp_path)
+    cache.path.parent.mkdir(parents=True)
+    cache.path.write_bytes(b"not a database, but 100 bytes of text " * 3)
+    with pytest.raises(ArtifactError, match="damaged embedding cache .*; delete it") as err:
+        cache.encode_cached(TEXTS[:1])
+    assert str(cache.path) in str(err.value)
+    assert cache.path.read_bytes().startswith(b"not a database")  # left as it was: the user decides
