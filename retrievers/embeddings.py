@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 from tqdm import tqdm
 
-from garag.artifacts import ArtifactError
+from garag.artifacts import add_sqlite_column, sqlite_cache_error
 
 logger = logging.getLogger(__name__)
 
@@ -307,9 +307,7 @@ class EmbeddingCache:
                     "CREATE TABLE IF NOT EXISTS vectors (key BLOB NOT NULL, dtype TEXT NOT NULL, "
                     "vec BLOB NOT NULL, crc INTEGER, PRIMARY KEY (key, dtype)) WITHOUT ROWID"
                 )
-                columns = {row[1] for row in con.execute("PRAGMA table_info(vectors)")}
-                if "crc" not in columns:
-                    con.execute("ALTER TABLE vectors ADD COLUMN crc INTEGER")
+                add_sqlite_column(con, "vectors", "crc", "INTEGER")
                 con.execute("CREATE TABLE IF NOT EXISTS info (name TEXT PRIMARY KEY, value TEXT NOT NULL)")
                 con.execute("INSERT OR IGNORE INTO info VALUES ('model', ?)", (self.encoder.model,))
                 con.commit()
@@ -321,10 +319,12 @@ class EmbeddingCache:
                 self._all.append(con)
         return con
 
-    def _damaged(self, exc: sqlite3.DatabaseError) -> ArtifactError:
-        return ArtifactError(
-            f"{self.path}: damaged embedding cache ({exc}); delete it (it only saves re-encoding: "
-            "the next build encodes its sentences again)"
+    def _damaged(self, exc: sqlite3.DatabaseError) -> ValueError:
+        return sqlite_cache_error(
+            self.path,
+            "embedding cache",
+            exc,
+            "delete it (it only saves re-encoding: the next build encodes its sentences again)",
         )
 
     def __len__(self) -> int:

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from garag.artifacts import ArtifactError
+from garag.artifacts import add_sqlite_column, sqlite_cache_error
 from garag.llm.base import ChatMessage, ChatReply
 
 logger = logging.getLogger(__name__)
@@ -65,7 +65,7 @@ class ResponseCache:
         path: the database file (created with its directory).
 
     Raises:
-        ArtifactError: the file is not a readable SQLite database.
+        ArtifactError: the file is not a readable SQLite database (ValueError: one it cannot use now).
     """
 
     def __init__(self, path: str | Path) -> None:
@@ -80,17 +80,15 @@ class ResponseCache:
                 "CREATE TABLE IF NOT EXISTS replies (key TEXT PRIMARY KEY, model TEXT, text TEXT,"
                 " prompt_tokens INTEGER, completion_tokens INTEGER, created REAL, crc INTEGER)"
             )
-            columns = {row[1] for row in self._db.execute("PRAGMA table_info(replies)")}
-            if "crc" not in columns:
-                self._db.execute("ALTER TABLE replies ADD COLUMN crc INTEGER")
+            add_sqlite_column(self._db, "replies", "crc", "INTEGER")
             self._db.commit()
         except sqlite3.DatabaseError as exc:
             self._db.close()
             raise self._damaged(exc) from None
 
-    def _damaged(self, exc: sqlite3.DatabaseError) -> ArtifactError:
-        return ArtifactError(
-            f"{self.path}: damaged LLM reply cache ({exc}); delete it (the model is then asked again)"
+    def _damaged(self, exc: sqlite3.DatabaseError) -> ValueError:
+        return sqlite_cache_error(
+            self.path, "LLM reply cache", exc, "delete it (the model is then asked again)"
         )
 
     def get(self, key: str) -> ChatReply | None:
