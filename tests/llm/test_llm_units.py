@@ -109,6 +109,7 @@ def test_a_damaged_cached_reply_is_a_miss_and_is_rewritten(tmp_path, caplog):
     with caplog.at_level("WARNING", logger="garag.llm.cache"):
         assert cache.get("k1") is None
     assert "fails its checksum" in caplog.text and str(path) in caplog.text
+    assert len(cache) == 1  # the damaged reply is gone, whatever key its new reply is stored under
     assert cache.get("k2") == ChatReply("Verify: Oslo is in Norway.", 10, 4)
     cache.put("k1", "m", ChatReply("Verify: Paris is in France.", 12, 3))  # asked again
     assert cache.get("k1") == ChatReply("Verify: Paris is in France.", 12, 3)
@@ -131,6 +132,15 @@ def test_an_older_reply_cache_is_read_and_a_broken_file_named(tmp_path):
     con.close()
     cache = ResponseCache(path)
     assert cache.get("k") == ChatReply("an old reply", 5, 2)  # unchecked, as it was
+    cache.close()
+    con = sqlite3.connect(path)  # that garag still writes to it after this one opened it
+    con.execute("INSERT OR REPLACE INTO replies VALUES ('k2', 'm', 'another', 1, 1, 0.0)")
+    con.execute("UPDATE replies SET prompt_tokens = 'five' WHERE key = 'k'")  # a damaged cell
+    con.commit()
+    con.close()
+    cache = ResponseCache(path)
+    assert cache.get("k2") == ChatReply("another", 1, 1)
+    assert cache.get("k") is None  # no checksum, but not a reply either: a miss
     cache.close()
     broken = tmp_path / "broken.sqlite"
     broken.write_bytes(b"this is not an SQLite database file at all " * 4)

@@ -231,8 +231,43 @@ def test_rows_of_an_older_cache_without_checksums_are_read(encoder: SentenceEnco
     got = cache.encode_cached(TEXTS)
     assert encoder.texts_encoded - start == 2  # the two old rows were used as they are
     np.testing.assert_allclose(got[:2], vecs.astype(np.float32), atol=1e-3)
-    assert cache.con.execute("SELECT COUNT(*) FROM vectors WHERE crc IS NOT NULL").fetchone()[0] == 2
+    assert cache.con.execute("SELECT COUNT(*) FROM vector_crc").fetchone()[0] == 2  # the new rows
+    # that garag can still write to the file after this one opened it (its insert, verbatim)
+    with cache.con:
+        cache.con.execute(
+            "INSERT OR REPLACE INTO vectors VALUES (?,?,?)", (b"k" * 32, "float16", vecs[0].tobytes())
+        )
     cache.close()
+
+
+def test_an_unchecked_row_of_another_length_is_encoded_again(encoder: SentenceEncoder, tmp_path: Path):
+    import sqlite3
+
+    cache = EmbeddingCache(encoder, tmp_path, dtype="float16")
+    good = cache.encode_cached(TEXTS)
+    cache.close()
+
+    def damage(forget_length: bool) -> None:  # an older garag's row, cut short, without a checksum
+        con = sqlite3.connect(cache.path)
+        con.execute("UPDATE vectors SET vec = substr(vec, 1, 100) WHERE key = ?", (text_key(TEXTS[1]),))
+        con.execute("DELETE FROM vector_crc WHERE key = ?", (text_key(TEXTS[1]),))
+        if forget_length:  # a cache from before the length was recorded
+            con.execute("DELETE FROM info WHERE name LIKE 'vector_bytes:%'")
+        con.commit()
+        con.close()
+
+    # beside sound rows; alone; alone in a cache that does not record the length (the model says it)
+    for texts, forget_length in ((TEXTS, False), (TEXTS[1:2], False), (TEXTS[1:2], True)):
+        damage(forget_length)
+        start = encoder.texts_encoded
+        cache = EmbeddingCache(encoder, tmp_path, dtype="float16")
+        got = cache.encode_cached(texts)
+        assert encoder.texts_encoded - start == 1
+        np.testing.assert_allclose(got, good[[TEXTS.index(t) for t in texts]], atol=1e-3)
+        start = encoder.texts_encoded
+        cache.encode_cached(texts)  # rewritten whole
+        assert encoder.texts_encoded == start
+        cache.close()
 
 
 def test_a_file_sqlite_cannot_read_is_named(encoder: SentenceEncoder, tmp_path: Path):

@@ -110,10 +110,26 @@ def test_a_damaged_folder_is_assembled_again(
         assert assemble_mpnet(tmp_path) == out
     assert model.read_bytes() == want
     assert "model.safetensors: cached artifact does not match its checksum" in caplog.text
-    # a folder assembled by an older garag, which recorded sizes only, is assembled again
-    (out / "garag_backbone.json").write_text(json.dumps({"backbone": "mpnet", "sizes": {"config.json": 1}}))
+    meta = json.loads((out / "garag_backbone.json").read_text())
+    assert meta["sizes"] == {rel: f["bytes"] for rel, f in meta["files"].items()}  # for an older garag
+
+
+def test_a_folder_of_an_older_garag_gets_checksums_without_the_parts(site: Path, tmp_path: Path) -> None:
+    chunks = _install_fake_parts(site)
+    out = assemble_mpnet(tmp_path)
+    meta_path = out / "garag_backbone.json"
+    old = json.loads(meta_path.read_text())
+    sizes_only = {"backbone": "mpnet", "sizes": old["sizes"]}  # what a garag before checksums wrote
+    meta_path.write_text(json.dumps(sizes_only))
+    for chunk in chunks:
+        chunk.unlink()  # the parts uninstalled: the folder must still serve
     assert assemble_mpnet(tmp_path) == out
-    assert "files" in json.loads((out / "garag_backbone.json").read_text())
+    assert json.loads(meta_path.read_text())["files"] == old["files"]
+    # a sizes-only folder whose sizes no longer match is assembled again, which needs the parts
+    meta_path.write_text(json.dumps(sizes_only))
+    (out / "config.json").write_text("{}")
+    with pytest.raises(FileNotFoundError, match="garag-fake-mpnet-part-001"):
+        assemble_mpnet(tmp_path)
 
 
 def test_missing_or_corrupt_parts_are_named(site: Path, tmp_path: Path) -> None:
