@@ -456,7 +456,7 @@ class EmbeddingCache:
                     self.con.executemany("INSERT OR REPLACE INTO vectors VALUES (?,?,?)", rows)
                     self.con.executemany(
                         "INSERT OR REPLACE INTO vector_crc VALUES (?,?,?)",
-                        [(k, name, _row_crc(k, name, b)) for k, name, b in rows],
+                        [(k, dtype, _row_crc(k, dtype, b)) for k, dtype, b in rows],
                     )
             except sqlite3.DatabaseError as exc:
                 raise self._damaged(exc) from None
