@@ -17,7 +17,8 @@ import shutil
 import sqlite3
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -96,6 +97,18 @@ def sqlite_cache_error(path: str | Path, what: str, exc: sqlite3.Error, fix: str
     if type(exc) is sqlite3.DatabaseError:
         return ArtifactError(f"{path}: damaged {what} ({exc}); {fix}")
     return exc
+
+
+@contextmanager
+def sqlite_cache_errors(path: str | Path, what: str, fix: str) -> Iterator[None]:
+    """Raise the SQLite errors of the block as :func:`sqlite_cache_error` turns them."""
+    try:
+        yield
+    except sqlite3.Error as exc:
+        err = sqlite_cache_error(path, what, exc, fix)
+        if err is exc:
+            raise
+        raise err from None
 
 
 def read_meta(path: str | Path) -> dict | None:

@@ -18,13 +18,14 @@ import threading
 import time
 import zlib
 from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from tqdm import tqdm
 
-from garag.artifacts import sqlite_cache_error
+from garag.artifacts import sqlite_cache_errors
 
 logger = logging.getLogger(__name__)
 
@@ -298,51 +299,49 @@ class EmbeddingCache:
         con = getattr(self._local, "con", None)
         if con is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            try:
+            with self._sqlite_errors():
                 con = sqlite3.connect(self.path, timeout=60.0, check_same_thread=False)  # closed by close()
-            except sqlite3.DatabaseError as exc:
-                raise self._damaged(exc) from None
-            try:
-                con.execute("PRAGMA journal_mode=WAL")
-                con.execute("PRAGMA synchronous=NORMAL")
-                # float16 and float32 copies of one text may coexist: a build reads only its own dtype.
-                con.execute(
-                    "CREATE TABLE IF NOT EXISTS vectors (key BLOB NOT NULL, dtype TEXT NOT NULL, "
-                    "vec BLOB NOT NULL, PRIMARY KEY (key, dtype)) WITHOUT ROWID"
-                )
-                # Each vector's checksum (_row_crc), in a table of its own so that a garag from before
-                # it can still read and write the vectors; a vector without one is read unchecked.
-                con.execute(
-                    "CREATE TABLE IF NOT EXISTS vector_crc (key BLOB NOT NULL, dtype TEXT NOT NULL, "
-                    "crc INTEGER NOT NULL, PRIMARY KEY (key, dtype)) WITHOUT ROWID"
-                )
-                con.execute("CREATE TABLE IF NOT EXISTS info (name TEXT PRIMARY KEY, value TEXT NOT NULL)")
-                con.execute("INSERT OR IGNORE INTO info VALUES ('model', ?)", (self.encoder.model,))
-                con.commit()
-            except sqlite3.DatabaseError as exc:
-                con.close()
-                raise self._damaged(exc) from None
+                try:
+                    con.execute("PRAGMA journal_mode=WAL")
+                    con.execute("PRAGMA synchronous=NORMAL")
+                    # float16 and float32 copies of one text may coexist: a build reads only its own dtype.
+                    con.execute(
+                        "CREATE TABLE IF NOT EXISTS vectors (key BLOB NOT NULL, dtype TEXT NOT NULL, "
+                        "vec BLOB NOT NULL, PRIMARY KEY (key, dtype)) WITHOUT ROWID"
+                    )
+                    # Each vector's checksum (_row_crc), in a table of its own so that a garag from
+                    # before it can still read and write the vectors; a vector without one is read
+                    # unchecked.
+                    con.execute(
+                        "CREATE TABLE IF NOT EXISTS vector_crc (key BLOB NOT NULL, dtype TEXT NOT NULL, "
+                        "crc INTEGER NOT NULL, PRIMARY KEY (key, dtype)) WITHOUT ROWID"
+                    )
+                    con.execute(
+                        "CREATE TABLE IF NOT EXISTS info (name TEXT PRIMARY KEY, value TEXT NOT NULL)"
+                    )
+                    con.execute("INSERT OR IGNORE INTO info VALUES ('model', ?)", (self.encoder.model,))
+                    con.commit()
+                except BaseException:
+                    con.close()
+                    raise
             self._local.con = con
             with self._lock:
                 self._all.append(con)
         return con
 
-    def _damaged(self, exc: sqlite3.DatabaseError) -> Exception:
-        return sqlite_cache_error(
+    def _sqlite_errors(self) -> AbstractContextManager[None]:
+        return sqlite_cache_errors(
             self.path,
             "embedding cache",
-            exc,
             "delete it (it only saves re-encoding: the next build encodes its sentences again)",
         )
 
     def __len__(self) -> int:
         """Number of vectors cached in this cache's dtype."""
-        try:
+        with self._sqlite_errors():
             row = self.con.execute(
                 "SELECT COUNT(*) FROM vectors WHERE dtype=?", (self.dtype.name,)
             ).fetchone()
-        except sqlite3.DatabaseError as exc:
-            raise self._damaged(exc) from None
         return int(row[0])
 
     def _vector_bytes(self) -> int:
@@ -350,7 +349,7 @@ class EmbeddingCache:
         from before the record learns it from the model, loading it once)."""
         if self._row_bytes is None:
             name = f"vector_bytes:{self.dtype.name}"
-            try:
+            with self._sqlite_errors():
                 row = self.con.execute("SELECT value FROM info WHERE name=?", (name,)).fetchone()
                 if row is not None and str(row[0]).isdigit():
                     self._row_bytes = int(row[0])
@@ -360,8 +359,6 @@ class EmbeddingCache:
                         self.con.execute(
                             "INSERT OR REPLACE INTO info VALUES (?, ?)", (name, str(self._row_bytes))
                         )
-            except sqlite3.DatabaseError as exc:
-                raise self._damaged(exc) from None
         return self._row_bytes
 
     def _lookup(self, keys: list[bytes]) -> dict[bytes, np.ndarray]:
@@ -379,10 +376,8 @@ class EmbeddingCache:
                 "ON c.key = v.key AND c.dtype = v.dtype "
                 f"WHERE v.dtype=? AND v.key IN ({','.join('?' * len(chunk))})"
             )
-            try:
+            with self._sqlite_errors():
                 rows = self.con.execute(q, [self.dtype.name, *chunk]).fetchall()
-            except sqlite3.DatabaseError as exc:
-                raise self._damaged(exc) from None
             if not rows:
                 continue
             size, name = self._vector_bytes(), self.dtype.name
@@ -451,15 +446,12 @@ class EmbeddingCache:
                     f"{self._vector_bytes() // self.dtype.itemsize}-d ones; delete the cache"
                 )
             rows = [(k, name, v.tobytes()) for (k, _), v in zip(batch, vecs, strict=True)]
-            try:
-                with self.con:
-                    self.con.executemany("INSERT OR REPLACE INTO vectors VALUES (?,?,?)", rows)
-                    self.con.executemany(
-                        "INSERT OR REPLACE INTO vector_crc VALUES (?,?,?)",
-                        [(k, dtype, _row_crc(k, dtype, b)) for k, dtype, b in rows],
-                    )
-            except sqlite3.DatabaseError as exc:
-                raise self._damaged(exc) from None
+            with self._sqlite_errors(), self.con:
+                self.con.executemany("INSERT OR REPLACE INTO vectors VALUES (?,?,?)", rows)
+                self.con.executemany(
+                    "INSERT OR REPLACE INTO vector_crc VALUES (?,?,?)",
+                    [(k, dtype, _row_crc(k, dtype, b)) for k, dtype, b in rows],
+                )
             out.update(zip((k for k, _ in batch), _decode(vecs), strict=True))
             self.texts_encoded += len(batch)
             bar.update(len(batch))

@@ -16,10 +16,11 @@ import threading
 import time
 import zlib
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
-from garag.artifacts import sqlite_cache_error
+from garag.artifacts import sqlite_cache_errors
 from garag.llm.base import ChatMessage, ChatReply
 
 logger = logging.getLogger(__name__)
@@ -74,73 +75,58 @@ class ResponseCache:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
-        try:
+        with self._sqlite_errors():
             self._db = sqlite3.connect(str(self.path), check_same_thread=False, timeout=30)
-        except sqlite3.DatabaseError as exc:
-            raise self._damaged(exc) from None
-        try:
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute(
-                "CREATE TABLE IF NOT EXISTS replies (key TEXT PRIMARY KEY, model TEXT, text TEXT,"
-                " prompt_tokens INTEGER, completion_tokens INTEGER, created REAL)"
-            )
-            self._db.execute(
-                "CREATE TABLE IF NOT EXISTS reply_crc (key TEXT PRIMARY KEY, crc INTEGER NOT NULL)"
-            )
-            self._db.commit()
-        except sqlite3.DatabaseError as exc:
-            self._db.close()
-            raise self._damaged(exc) from None
+            try:
+                self._db.execute("PRAGMA journal_mode=WAL")
+                self._db.execute(
+                    "CREATE TABLE IF NOT EXISTS replies (key TEXT PRIMARY KEY, model TEXT, text TEXT,"
+                    " prompt_tokens INTEGER, completion_tokens INTEGER, created REAL)"
+                )
+                self._db.execute(
+                    "CREATE TABLE IF NOT EXISTS reply_crc (key TEXT PRIMARY KEY, crc INTEGER NOT NULL)"
+                )
+                self._db.commit()
+            except BaseException:
+                self._db.close()
+                raise
 
-    def _damaged(self, exc: sqlite3.DatabaseError) -> Exception:
-        return sqlite_cache_error(
-            self.path, "LLM reply cache", exc, "delete it (the model is then asked again)"
-        )
+    def _sqlite_errors(self) -> AbstractContextManager[None]:
+        return sqlite_cache_errors(self.path, "LLM reply cache", "delete it (the model is then asked again)")
 
     def get(self, key: str) -> ChatReply | None:
         """The cached reply, or None (also for a reply that fails its checksum: deleted, logged)."""
-        try:
-            with self._lock:
-                row = self._db.execute(
-                    "SELECT r.text, r.prompt_tokens, r.completion_tokens, c.crc FROM replies r"
-                    " LEFT JOIN reply_crc c ON c.key = r.key WHERE r.key = ?",
-                    (key,),
-                ).fetchone()
-                if row is None:
-                    return None
-                reply = _reply(row[:3])
-                if reply is not None and (row[3] is None or _reply_crc(key, reply) == row[3]):
-                    return reply
-                self._db.execute("DELETE FROM replies WHERE key = ?", (key,))
-                self._db.execute("DELETE FROM reply_crc WHERE key = ?", (key,))
-                self._db.commit()
-        except sqlite3.DatabaseError as exc:
-            raise self._damaged(exc) from None
+        with self._sqlite_errors(), self._lock:
+            row = self._db.execute(
+                "SELECT r.text, r.prompt_tokens, r.completion_tokens, c.crc FROM replies r"
+                " LEFT JOIN reply_crc c ON c.key = r.key WHERE r.key = ?",
+                (key,),
+            ).fetchone()
+            if row is None:
+                return None
+            reply = _reply(row[:3])
+            if reply is not None and (row[3] is None or _reply_crc(key, reply) == row[3]):
+                return reply
+            self._db.execute("DELETE FROM replies WHERE key = ?", (key,))
+            self._db.execute("DELETE FROM reply_crc WHERE key = ?", (key,))
+            self._db.commit()
         logger.warning(
             "%s: the cached reply %s fails its checksum (damaged); asking again", self.path, key[:12]
         )
         return None
 
     def put(self, key: str, model: str, reply: ChatReply) -> None:
-        try:
-            with self._lock:
-                self._db.execute(
-                    "INSERT OR REPLACE INTO replies VALUES (?, ?, ?, ?, ?, ?)",
-                    (key, model, reply.text, reply.prompt_tokens, reply.completion_tokens, time.time()),
-                )
-                self._db.execute(
-                    "INSERT OR REPLACE INTO reply_crc VALUES (?, ?)", (key, _reply_crc(key, reply))
-                )
-                self._db.commit()
-        except sqlite3.DatabaseError as exc:
-            raise self._damaged(exc) from None
+        with self._sqlite_errors(), self._lock:
+            self._db.execute(
+                "INSERT OR REPLACE INTO replies VALUES (?, ?, ?, ?, ?, ?)",
+                (key, model, reply.text, reply.prompt_tokens, reply.completion_tokens, time.time()),
+            )
+            self._db.execute("INSERT OR REPLACE INTO reply_crc VALUES (?, ?)", (key, _reply_crc(key, reply)))
+            self._db.commit()
 
     def __len__(self) -> int:
-        try:
-            with self._lock:
-                return int(self._db.execute("SELECT COUNT(*) FROM replies").fetchone()[0])
-        except sqlite3.DatabaseError as exc:
-            raise self._damaged(exc) from None
+        with self._sqlite_errors(), self._lock:
+            return int(self._db.execute("SELECT COUNT(*) FROM replies").fetchone()[0])
 
     def close(self) -> None:
         with self._lock:
