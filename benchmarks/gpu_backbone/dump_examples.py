@@ -6,6 +6,7 @@ set's digest is compared with the trained MiniLM verifier's meta.json and the ou
 ("same data as verifier-...: True"), so both backbones can be shown to learn from the same examples.
 
     python benchmarks/gpu_backbone/dump_examples.py --cache <cache> --out <dir>
+    (another joint set: --joint-only --name comp3 --set train.compositional=3.0 writes comp3-*)
 """
 
 from __future__ import annotations
@@ -35,11 +36,22 @@ def main() -> None:
     ap.add_argument("--cache", required=True, help="garag cache holding the FEVER indexes and verifiers")
     ap.add_argument("--out", required=True)
     ap.add_argument("--joint-config", default="configs/graph-joint.yaml")
+    ap.add_argument(
+        "--set", action="append", default=[], metavar="KEY=VALUE", help="override in the joint config"
+    )
+    ap.add_argument("--name", default="joint", help="file name stem of the joint set (default joint)")
+    ap.add_argument("--joint-only", action="store_true", help="skip the default verifier's examples")
     args = ap.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    for name, path in (("default", None), ("joint", args.joint_config)):
-        cfg = load_config(path, [f"paths.cache_dir={args.cache}"])
+    sets = (
+        [("joint", args.joint_config)]
+        if args.joint_only
+        else [("default", None), ("joint", args.joint_config)]
+    )
+    for name, path in sets:
+        cfg = load_config(path, [f"paths.cache_dir={args.cache}", *(args.set if name == "joint" else [])])
+        name = args.name if name == "joint" else name
         if name == "default":
             cfg = _base_verifier_config(cfg)
         started = time.time()

@@ -12,6 +12,14 @@ OUT/probs-*.jsonl.gz (stage 2's scores always in probs-joint.jsonl.gz, tagged mp
     V1=2e-5:3,5e-5:3 V2=3e-5:1,3e-5:2,3e-5:2:raw python train_on_device.py DATA_DIR MODEL_DIR WORK OUT
     ($STAGE2 names stage 2's files, default "joint"; SCORE_DEFAULT=0 skips the per-sentence pairs)
     (DATA_DIR: dump_examples.py's files and the pairs; --quick: 64 examples, 50 pairs, a smoke test)
+
+Every variant, not only the best: with ALL2=1 each stage-2 variant's scores are written too,
+tagged ``mpnet-<variant>`` in OUT/probs-joint.jsonl.gz, and its validation probabilities in
+OUT/val-joint.jsonl.gz (so ensembles and NEI biases can be worked out afterwards).  A variant
+may name its seed and its examples: ``3e-5:2:s7:dhard`` trains with ``train.seed`` 7 on
+DATA_DIR/hard-{train,val,cfg}.  SOUP=a+b+c averages the weights of those stage-2 variants (same
+start, so a uniform "model soup") into one more model, calibrated and scored as ``mpnet-soup``
+as soon as its parts are trained.
 """
 
 import gzip
@@ -32,6 +40,8 @@ from garag.config import TrainConfig, VerifierConfig  # noqa: E402
 from garag.types import Evidence, Label, SentenceId  # noqa: E402
 from verifier.base import TrainExample  # noqa: E402
 from verifier.calibration import calibrate_nei_bias  # noqa: E402
+from verifier.inputs import build_premise  # noqa: E402
+from verifier.labels import LABEL_ORDER  # noqa: E402
 from verifier.nli import NLIVerifier  # noqa: E402
 from verifier.train import train_verifier  # noqa: E402
 
@@ -72,30 +82,42 @@ def load(path, limit=None):
     return exs
 
 
-def stage(name, base_model, variants):
-    cfgs = json.loads((data / f"{name}-cfg.json").read_text())
-    lim = (64, 32) if quick else (None, None)
-    tr, va = load(data / f"{name}-train.jsonl.gz", lim[0]), load(data / f"{name}-val.jsonl.gz", lim[1])
-    log(name, "train", len(tr), "val", len(va))
+def stage(name, base_model, variants, keep=None):
+    """Train each variant; return the best (entry, model dir, scorer).  ``keep(tag, dir, scorer, va)``
+    is called for every variant (ALL2)."""
     best = None
-    for lr, epochs, raw in variants:
-        tc = dict(cfgs["train"])
+    for lr, epochs, raw, seed, data_name in variants:
+        files = data_name or name
+        cfgs = json.loads((data / f"{files}-cfg.json").read_text())
+        lim = (64, 32) if quick else (None, None)
+        tr = load(data / f"{files}-train.jsonl.gz", lim[0])
+        va = load(data / f"{files}-val.jsonl.gz", lim[1])
+        log(name, files, "train", len(tr), "val", len(va))
+        # settings of a garag branch this one lacks (e.g. a data-building option) only shaped the examples
+        tc = {k: v for k, v in cfgs["train"].items() if k in TrainConfig.model_fields}
         tc.update(learning_rate=lr, epochs=epochs, base_model="(gpu)")
+        if seed is not None:
+            tc.update(seed=seed)
         if quick:
             tc.update(epochs=1, eval_every=0)
         tcfg = TrainConfig(**tc)
         t = time.time()
         start_from = base if raw else base_model
-        tag = f"{name}-lr{lr}-e{epochs}" + ("-raw" if raw else "")
+        tag = (
+            f"{files}-lr{lr}-e{epochs}" + ("-raw" if raw else "") + (f"-s{seed}" if seed is not None else "")
+        )
         res = train_verifier(tr, va, tcfg, str(start_from), work / tag, progress=False)
         secs = round(time.time() - t, 1)
         vcfg = VerifierConfig(**{**cfgs["verifier"], "nei_bias": 0.0, "device": "auto"})
         scorer = NLIVerifier(vcfg, str(res.model_dir)).load()
         cal = calibrate_nei_bias(res.model_dir, va, scorer.predict_pairs, vcfg.top_k)
         entry = {
+            "tag": tag,
             "lr": lr,
             "epochs": epochs,
             "from_raw_backbone": raw,
+            "seed": tcfg.seed,
+            "data": files,
             "best_val": res.best_val,
             "history": res.history,
             "steps": res.steps,
@@ -105,12 +127,14 @@ def stage(name, base_model, variants):
         }
         result.setdefault(name, []).append(entry)
         acc = res.best_val["accuracy"]
-        variant = f"{name} lr {lr} epochs {epochs}{' raw' if raw else ''}"
-        log(f"{variant}: val acc {acc}, {res.steps} steps, {secs} s, {cal}")
+        log(f"{name} {tag}: val acc {acc}, {res.steps} steps, {secs} s, {cal}")
         save()
+        if keep is not None:
+            keep(tag, res.model_dir, scorer, va, cfgs)
         if best is None or res.best_val["accuracy"] > best[0]["best_val"]["accuracy"]:
             best = (entry, res.model_dir, scorer)
     result[f"{name}_chosen"] = [best[0]["lr"], best[0]["epochs"], best[0]["from_raw_backbone"]]
+    result[f"{name}_chosen_tag"] = best[0]["tag"]
     save()
     return best
 
@@ -137,21 +161,106 @@ def score(name, scorer, tag):
     save()
 
 
-def variants(spec):  # "lr:epochs[:raw],..."; raw = start from the backbone, not from stage 1
+def variants(spec):  # "lr:epochs[:raw][:sSEED][:dDATA],..."; raw = start from the backbone, not stage 1
     out = []
     for v in spec.split(","):
         f = v.split(":")
-        out.append((float(f[0]), int(f[1]), len(f) > 2 and f[2] == "raw"))
+        flags = f[2:]
+        seed = next((int(x[1:]) for x in flags if x.startswith("s") and x[1:].isdigit()), None)
+        data_name = next((x[1:] for x in flags if x.startswith("d") and len(x) > 1), None)
+        unknown = [
+            x
+            for x in flags
+            if x != "raw" and not (x.startswith("s") and x[1:].isdigit()) and not x.startswith("d")
+        ]
+        if unknown:
+            sys.exit(f"train_on_device: unknown variant flag {unknown[0]!r} in {v!r}")
+        out.append((float(f[0]), int(f[1]), "raw" in flags, seed, data_name))
     return out
 
 
+ALL_PROBS, ALL_VAL = [], []
+
+
+def write_gz(path, rows):
+    tmp = path.with_name(path.name + ".tmp")
+    with gzip.open(tmp, "wt", encoding="utf-8") as f:
+        for r in rows:
+            f.write(json.dumps(r) + "\n")
+    tmp.replace(path)
+
+
+def keep_variant(tag, model_dir, scorer, va, cfgs):
+    """Score the joint pairs and the validation examples with this variant (no NEI bias)."""
+    src = data / "pairs-joint.jsonl.gz"
+    rows = [json.loads(x) for x in gzip.open(src, "rt", encoding="utf-8")] if src.is_file() else []
+    if quick:
+        rows = rows[:50]
+    probs = scorer.predict_pairs([r["p"] for r in rows], [r["c"] for r in rows]) if rows else []
+    for r, p in zip(rows, probs, strict=True):
+        ALL_PROBS.append(
+            {"m": f"mpnet-{tag}", "p": r["p"], "c": r["c"], "probs": [round(float(x), 6) for x in p]}
+        )
+    top_k = cfgs["verifier"]["top_k"]
+    vp = scorer.predict_pairs([build_premise(ex.evidence, top_k) for ex in va], [ex.claim for ex in va])
+    for ex, p in zip(va, vp, strict=True):
+        ALL_VAL.append(
+            {
+                "m": f"mpnet-{tag}",
+                "id": ex.claim_id,
+                "label": ex.label.value,
+                "probs": [round(float(x), 6) for x in p],
+            }
+        )
+    write_gz(out / "probs-joint.jsonl.gz", ALL_PROBS)
+    write_gz(out / "val-joint.jsonl.gz", ALL_VAL)
+    MODEL_DIRS[tag] = model_dir
+    log("kept", tag, len(rows), "pairs,", len(va), "validation examples")
+    if SOUP_TAGS and tag != "soup" and "soup" not in MODEL_DIRS and all(t in MODEL_DIRS for t in SOUP_TAGS):
+        soup(SOUP_TAGS, model_dir, va, cfgs)  # as soon as its parts exist (they share the validation set)
+
+
+def soup(tags, like_dir, va, cfgs):
+    """Uniform weight average of the named stage-2 variants, calibrated and scored as mpnet-soup."""
+    import shutil
+
+    from safetensors.torch import load_file, save_file
+
+    dirs = [MODEL_DIRS[t] for t in tags]
+    states = [load_file(str(Path(d) / "model.safetensors")) for d in dirs]
+    avg = {}
+    for k, t0 in states[0].items():
+        avg[k] = (
+            (sum(s[k].float() for s in states) / len(states)).to(t0.dtype) if t0.is_floating_point() else t0
+        )
+    target = work / "soup"
+    if target.exists():
+        shutil.rmtree(target)
+    shutil.copytree(like_dir, target)
+    save_file(avg, str(target / "model.safetensors"), metadata={"format": "pt"})
+    vcfg = VerifierConfig(**{**cfgs["verifier"], "nei_bias": 0.0, "device": "auto"})
+    scorer = NLIVerifier(vcfg, str(target)).load()
+    cal = calibrate_nei_bias(target, va, scorer.predict_pairs, vcfg.top_k)
+    gold = [ex.label for ex in va]
+    vp = scorer.predict_pairs([build_premise(ex.evidence, vcfg.top_k) for ex in va], [ex.claim for ex in va])
+    acc = float(sum(LABEL_ORDER[int(i)] is g for i, g in zip(vp.argmax(1), gold, strict=True)) / len(gold))
+    result["soup"] = {"of": tags, "calibration": cal, "val_accuracy_without_bias": acc}
+    log("soup of", tags, "val acc", acc, cal)
+    save()
+    keep_variant("soup", target, scorer, va, cfgs)
+
+
+MODEL_DIRS = {}
+SOUP_TAGS = [t for t in os.environ.get("SOUP", "").split("+") if t]
 v1 = variants(os.environ.get("V1", "2e-5:3,5e-5:3"))
 v2 = variants(os.environ.get("V2", "3e-5:1,3e-5:2,3e-5:2:raw"))
 stage2 = os.environ.get("STAGE2", "joint")  # the name of stage 2's files (e.g. jointall)
+all2 = os.environ.get("ALL2", "0") == "1"
 e1, dir1, sc1 = stage("default", base, v1)
-e2, dir2, sc2 = stage(stage2, dir1, v2)
-score("joint", sc2, f"mpnet-{stage2}")
 if os.environ.get("SCORE_DEFAULT", "1") == "1":
     score("default", sc1, "mpnet-default")
+e2, dir2, sc2 = stage(stage2, dir1, v2, keep=keep_variant if all2 else None)
+if not all2:
+    score("joint", sc2, f"mpnet-{stage2}")
 (out / "done").write_text("ok")
 log("done")
