@@ -16,10 +16,14 @@ the likeliest label) must give them back (checked: a mismatch stops the benchmar
 Only tune-part runs are read: a run of the report part (or of all claims) is refused, so the
 grid cannot see the claims its pick is reported on.
 
+Several runs of one config (``--run NAME=DIR1,DIR2,...``: verifiers of one recipe trained with
+different seeds) are averaged: each threshold's row is the mean of the runs' rows and the pick
+maximises the mean macro-F1, a threshold for the recipe rather than for one trained model.
+
 Usage::
 
     garag evaluate --dataset hover --part tune --config configs/graph.yaml --out RUN_DIR
-    .venv/bin/python benchmarks/two_way_grid.py --run graph=RUN_DIR [--run NAME=DIR ...] \\
+    .venv/bin/python benchmarks/two_way_grid.py --run graph=RUN_DIR [--run NAME=DIR[,DIR...] ...] \\
         [--out benchmarks/results/two_way_grid]
 """
 
@@ -133,6 +137,37 @@ def grid(run_dir: Path) -> dict:
     }
 
 
+def mean_grid(parts: list[dict]) -> dict:
+    """One config's grid over several runs: every row the mean of the runs' rows, the pick on the mean."""
+    first = parts[0]
+    if len({p["claims"] for p in parts}) > 1 or len({p["oracle"] for p in parts}) > 1:
+        raise SystemExit(f"{first['run']}: the runs averaged must all read the same claims the same way")
+
+    def mean(key: str) -> dict:
+        rows = [p["rows"][key] for p in parts]
+        return {
+            "macro_f1": sum(r["macro_f1"] for r in rows) / len(rows),
+            "accuracy": sum(r["accuracy"] for r in rows) / len(rows),
+            "hops": {h: sum(r["hops"][h] for r in rows) / len(rows) for h in HOPS if h in rows[0]["hops"]},
+            "supported_share": sum(r["supported_share"] for r in rows) / len(rows),
+            "macro_f1_per_run": [r["macro_f1"] for r in rows],
+        }
+
+    rows = {key: mean(key) for key in first["rows"]}
+    best = max(GRID, key=lambda t: (round(rows[f"{t:g}"]["macro_f1"], 9), t))
+    return {
+        "run": ", ".join(p["run"] for p in parts),
+        "runs_averaged": len(parts),
+        "run_threshold": sorted({p["run_threshold"] for p in parts}),
+        "entity_check": first["entity_check"],
+        "oracle": first["oracle"],
+        "claims": first["claims"],
+        "rows": rows,
+        "pick": best,
+        "pick_per_run": [p["pick"] for p in parts],
+    }
+
+
 def table(results: dict[str, dict], command: str) -> str:
     lines = [
         "# Two-way threshold grid (HoVer tune part)",
@@ -152,6 +187,11 @@ def table(results: dict[str, dict], command: str) -> str:
             "",
             f"{res['claims']} tune claims, entity check `{res['entity_check']}`"
             + (", gold evidence" if res["oracle"] else "")
+            + (
+                f"; the mean of {res['runs_averaged']} runs (their own picks {res['pick_per_run']})"
+                if "runs_averaged" in res
+                else ""
+            )
             + f"; run `{res['run']}`",
             "",
             "| threshold | macro-F1 | 2 / 3 / 4 hops | accuracy | SUPPORTED share |",
@@ -168,7 +208,12 @@ def table(results: dict[str, dict], command: str) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--run", action="append", required=True, help="NAME=DIR of a tune-part evaluate run")
+    ap.add_argument(
+        "--run",
+        action="append",
+        required=True,
+        help="NAME=DIR of a tune-part evaluate run (NAME=DIR1,DIR2,...: runs of one config, averaged)",
+    )
     default_out = str(ROOT / "benchmarks" / "results" / "two_way_grid")
     ap.add_argument("--out", default=default_out, help="output stem (.md and .json)")
     args = ap.parse_args()
@@ -180,7 +225,8 @@ def main() -> None:
         if name in results:
             raise SystemExit(f"--run {spec!r}: the name {name!r} is given twice")
         try:
-            results[name] = grid(Path(path))
+            parts = [grid(Path(p)) for p in path.split(",")]
+            results[name] = parts[0] if len(parts) == 1 else mean_grid(parts)
         except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:  # one line naming the run
             raise SystemExit(f"{path}: not a readable evaluate run ({type(e).__name__}: {e})") from None
         print(f"{name}: pick {results[name]['pick']:g}", file=sys.stderr)
