@@ -140,8 +140,11 @@ def grid(run_dir: Path) -> dict:
 def mean_grid(parts: list[dict]) -> dict:
     """One config's grid over several runs: every row the mean of the runs' rows, the pick on the mean."""
     first = parts[0]
-    if len({p["claims"] for p in parts}) > 1 or len({p["oracle"] for p in parts}) > 1:
-        raise SystemExit(f"{first['run']}: the runs averaged must all read the same claims the same way")
+    same = ("claims", "oracle", "entity_check")
+    if any(len({str(p[k]) for p in parts}) > 1 for k in same):
+        raise SystemExit(
+            f"{first['run']}: the runs averaged must agree on claims, gold evidence and entity check"
+        )
 
     def mean(key: str) -> dict:
         rows = [p["rows"][key] for p in parts]
@@ -224,8 +227,11 @@ def main() -> None:
             raise SystemExit(f"--run {spec!r}: expected NAME=DIR")
         if name in results:
             raise SystemExit(f"--run {spec!r}: the name {name!r} is given twice")
+        dirs = path.split(",")
+        if not all(dirs) or len(set(dirs)) != len(dirs):
+            raise SystemExit(f"--run {spec!r}: an empty or repeated run directory")
         try:
-            parts = [grid(Path(p)) for p in path.split(",")]
+            parts = [grid(Path(p)) for p in dirs]
             results[name] = parts[0] if len(parts) == 1 else mean_grid(parts)
         except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:  # one line naming the run
             raise SystemExit(f"{path}: not a readable evaluate run ({type(e).__name__}: {e})") from None

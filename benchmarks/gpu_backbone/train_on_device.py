@@ -7,7 +7,9 @@ Each stage tries the ``lr:epochs`` variants of $V1 / $V2 and keeps the best vali
 on its held-out train claims, then calibrates the NEI bias as ``garag train-verifier`` does.
 Last, every pair in DATA_DIR/pairs-{joint,default}.jsonl.gz (pairs.py record) is scored with no
 NEI bias (the replay applies the calibrated one).  Results go to OUT/result.json and
-OUT/probs-*.jsonl.gz (stage 2's scores always in probs-joint.jsonl.gz, tagged mpnet-$STAGE2).
+OUT/probs-*.jsonl.gz (stage 2's best variant in probs-joint.jsonl.gz, tagged mpnet-$STAGE2,
+unless ALL2=1: below).  Only variants trained on stage 2's own examples compete for "best" (their
+validation sets are the same); one on other examples is trained and kept under ALL2 alone.
 
     V1=2e-5:3,5e-5:3 V2=3e-5:1,3e-5:2,3e-5:2:raw python train_on_device.py DATA_DIR MODEL_DIR WORK OUT
     ($STAGE2 names stage 2's files, default "joint"; SCORE_DEFAULT=0 skips the per-sentence pairs)
@@ -17,9 +19,10 @@ Every variant, not only the best: with ALL2=1 each stage-2 variant's scores are 
 tagged ``mpnet-<variant>`` in OUT/probs-joint.jsonl.gz, and its validation probabilities in
 OUT/val-joint.jsonl.gz (so ensembles and NEI biases can be worked out afterwards).  A variant
 may name its seed and its examples: ``3e-5:2:s7:dhard`` trains with ``train.seed`` 7 on
-DATA_DIR/hard-{train,val,cfg}.  SOUP=a+b+c averages the weights of those stage-2 variants (same
-start, so a uniform "model soup") into one more model, calibrated and scored as ``mpnet-soup``
-as soon as its parts are trained.
+DATA_DIR/hard-{train,val,cfg}.  SOUP=a+b+c (ALL2=1 only) averages the weights of those stage-2
+variants, which must start from stage 1 and use stage 2's own examples (a uniform "model soup"),
+into one more model, calibrated and scored as ``mpnet-soup`` as soon as its parts are trained.
+Validation rows carry their position (``row``): claim ids repeat across examples.
 """
 
 import gzip
@@ -83,8 +86,8 @@ def load(path, limit=None):
 
 
 def stage(name, base_model, variants, keep=None):
-    """Train each variant; return the best (entry, model dir, scorer).  ``keep(tag, dir, scorer, va)``
-    is called for every variant (ALL2)."""
+    """Train each variant; return the best of those on ``name``'s own examples (entry, model dir,
+    scorer).  ``keep(tag, dir, scorer, va, cfgs)`` is called for every variant (ALL2)."""
     best = None
     for lr, epochs, raw, seed, data_name in variants:
         files = data_name or name
@@ -95,6 +98,9 @@ def stage(name, base_model, variants, keep=None):
         log(name, files, "train", len(tr), "val", len(va))
         # settings of a garag branch this one lacks (e.g. a data-building option) only shaped the examples
         tc = {k: v for k, v in cfgs["train"].items() if k in TrainConfig.model_fields}
+        dropped = sorted(set(cfgs["train"]) - set(tc))
+        if dropped:
+            log(f"{files}-cfg.json: train settings unknown to this garag, not passed on: {dropped}")
         tc.update(learning_rate=lr, epochs=epochs, base_model="(gpu)")
         if seed is not None:
             tc.update(seed=seed)
@@ -131,8 +137,12 @@ def stage(name, base_model, variants, keep=None):
         save()
         if keep is not None:
             keep(tag, res.model_dir, scorer, va, cfgs)
+        if files != name:  # another validation set: its accuracy does not compare
+            continue
         if best is None or res.best_val["accuracy"] > best[0]["best_val"]["accuracy"]:
             best = (entry, res.model_dir, scorer)
+    if best is None:
+        sys.exit(f"train_on_device: no {name} variant trained on {name}'s own examples")
     result[f"{name}_chosen"] = [best[0]["lr"], best[0]["epochs"], best[0]["from_raw_backbone"]]
     result[f"{name}_chosen_tag"] = best[0]["tag"]
     save()
@@ -165,17 +175,17 @@ def variants(spec):  # "lr:epochs[:raw][:sSEED][:dDATA],..."; raw = start from t
     out = []
     for v in spec.split(","):
         f = v.split(":")
-        flags = f[2:]
-        seed = next((int(x[1:]) for x in flags if x.startswith("s") and x[1:].isdigit()), None)
-        data_name = next((x[1:] for x in flags if x.startswith("d") and len(x) > 1), None)
-        unknown = [
-            x
-            for x in flags
-            if x != "raw" and not (x.startswith("s") and x[1:].isdigit()) and not x.startswith("d")
-        ]
-        if unknown:
-            sys.exit(f"train_on_device: unknown variant flag {unknown[0]!r} in {v!r}")
-        out.append((float(f[0]), int(f[1]), "raw" in flags, seed, data_name))
+        raw, seed, data_name = False, None, None
+        for x in f[2:]:
+            if x == "raw" and not raw:
+                raw = True
+            elif x[:1] == "s" and x[1:].isdigit() and seed is None:
+                seed = int(x[1:])
+            elif x[:1] == "d" and len(x) > 1 and data_name is None:
+                data_name = x[1:]
+            else:
+                sys.exit(f"train_on_device: variant {v!r}: flag {x!r} is unknown, empty or repeated")
+        out.append((float(f[0]), int(f[1]), raw, seed, data_name))
     return out
 
 
@@ -194,6 +204,8 @@ def keep_variant(tag, model_dir, scorer, va, cfgs):
     """Score the joint pairs and the validation examples with this variant (no NEI bias)."""
     src = data / "pairs-joint.jsonl.gz"
     rows = [json.loads(x) for x in gzip.open(src, "rt", encoding="utf-8")] if src.is_file() else []
+    if not rows:
+        log("no pairs for joint: only the validation probabilities of", tag, "are kept")
     if quick:
         rows = rows[:50]
     probs = scorer.predict_pairs([r["p"] for r in rows], [r["c"] for r in rows]) if rows else []
@@ -203,9 +215,10 @@ def keep_variant(tag, model_dir, scorer, va, cfgs):
         )
     top_k = cfgs["verifier"]["top_k"]
     vp = scorer.predict_pairs([build_premise(ex.evidence, top_k) for ex in va], [ex.claim for ex in va])
-    for ex, p in zip(va, vp, strict=True):
+    for i, (ex, p) in enumerate(zip(va, vp, strict=True)):
         ALL_VAL.append(
             {
+                "row": i,
                 "m": f"mpnet-{tag}",
                 "id": ex.claim_id,
                 "label": ex.label.value,
@@ -217,6 +230,10 @@ def keep_variant(tag, model_dir, scorer, va, cfgs):
     MODEL_DIRS[tag] = model_dir
     log("kept", tag, len(rows), "pairs,", len(va), "validation examples")
     if SOUP_TAGS and tag != "soup" and "soup" not in MODEL_DIRS and all(t in MODEL_DIRS for t in SOUP_TAGS):
+        parts = [e for e in result.get(stage2, []) if e["tag"] in SOUP_TAGS]
+        odd = [e["tag"] for e in parts if e["data"] != stage2 or e["from_raw_backbone"]]
+        if odd:
+            sys.exit(f"train_on_device: SOUP parts must start from stage 1 on {stage2}'s examples: {odd}")
         soup(SOUP_TAGS, model_dir, va, cfgs)  # as soon as its parts exist (they share the validation set)
 
 
@@ -256,11 +273,15 @@ v1 = variants(os.environ.get("V1", "2e-5:3,5e-5:3"))
 v2 = variants(os.environ.get("V2", "3e-5:1,3e-5:2,3e-5:2:raw"))
 stage2 = os.environ.get("STAGE2", "joint")  # the name of stage 2's files (e.g. jointall)
 all2 = os.environ.get("ALL2", "0") == "1"
+if SOUP_TAGS and not all2:
+    sys.exit("train_on_device: SOUP needs ALL2=1 (the soup's parts are the variants ALL2 keeps)")
 e1, dir1, sc1 = stage("default", base, v1)
 if os.environ.get("SCORE_DEFAULT", "1") == "1":
     score("default", sc1, "mpnet-default")
 e2, dir2, sc2 = stage(stage2, dir1, v2, keep=keep_variant if all2 else None)
 if not all2:
     score("joint", sc2, f"mpnet-{stage2}")
+elif SOUP_TAGS and "soup" not in MODEL_DIRS:
+    sys.exit(f"train_on_device: no soup made: SOUP names {SOUP_TAGS}, the variants were {sorted(MODEL_DIRS)}")
 (out / "done").write_text("ok")
 log("done")
