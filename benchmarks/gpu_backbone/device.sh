@@ -5,22 +5,26 @@
 # arguments in DEVICE_ARGS, e.g. --quick).  Run from the repository root: OUT=$OUT bash /root/x/device.sh
 set -o pipefail
 X=${X:-/root/x}
-REPO=$(pwd)
+REPO=${REPO:-$(pwd)}
 [ -n "$OUT" ] || { echo "device.sh: OUT is not set"; exit 2; }
+[ -f "$REPO/benchmarks/gpu_backbone/train_on_device.py" ] || { echo "device.sh: run it from the repository root"; exit 2; }
 (cd "$X" && sha256sum --quiet -c sums.txt) || { echo "device.sh: a carried file is missing or damaged"; exit 3; }
 if ! python3 -c "import pydantic" 2>/dev/null; then
   ls "$X"/whl/*.whl >/dev/null 2>&1 || { echo "device.sh: no pydantic there and no wheels carried"; exit 3; }
+  rm -rf /tmp/site
   python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site "$X"/whl/*.whl || exit 3
-  export PYTHONPATH=/tmp/site
+  export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
+  python3 -c "import pydantic" || { echo "device.sh: the carried wheels do not give pydantic"; exit 3; }
   echo "installed the carried wheels"
 fi
 export PYTHONUNBUFFERED=1
 cd "$REPO" || exit 2
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
 python3 -c "import torch, transformers; print('torch', torch.__version__, 'transformers', transformers.__version__)"
+rm -rf /tmp/w/backbone  # a rerun on the same machine rebuilds it
 python3 benchmarks/gpu_backbone/transport.py unpack "$X"/model-int8.xz.* --configs "$X/configs" \
   --out /tmp/w/backbone || exit 4
 # shellcheck disable=SC2086  # DEVICE_ARGS holds several words
 python3 benchmarks/gpu_backbone/train_on_device.py "$X/data" /tmp/w/backbone /tmp/w/run "$OUT" $DEVICE_ARGS 2>&1 \
-  | grep -v -E "Loading weights|Writing model|LOAD REPORT|^Key |^-----|UNEXPECTED|MISSING|^Notes|^- |^$" \
+  | grep --line-buffered -v -E "Loading weights|Writing model|LOAD REPORT|^Key |^-----|UNEXPECTED|MISSING|^Notes|^- |^$" \
   | tee "$OUT/log.txt"
