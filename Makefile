@@ -100,11 +100,13 @@ run-mpnet: setup-mpnet
 	$(BIN)/garag train-verifier --config configs/baseline-joint-mpnet.yaml $(ARGS)
 	$(BIN)/garag compare --configs configs/baseline-mpnet.yaml configs/graph-mpnet.yaml --dataset fever \
 		--part report --force-new $(ARGS)
+	$(BIN)/garag compare --configs configs/baseline-mix.yaml configs/graph-mix.yaml --dataset fever \
+		--part report --force-new $(ARGS)
 	$(BIN)/garag compare --configs configs/baseline-joint-mpnet.yaml configs/graph-joint-mpnet.yaml \
 		--dataset hover --part report --force-new $(ARGS)
 	$(BIN)/garag evaluate --dataset hover --part report --config configs/baseline-joint-mpnet.yaml --oracle \
 		--out results/hover-report-baseline-joint-mpnet-oracle --force-new $(ARGS)
-	@echo "reports: results/fever-report-baseline-mpnet-vs-graph-mpnet/report.md and results/hover-report-baseline-joint-mpnet-vs-graph-joint-mpnet/report.md"
+	@echo "reports: results/fever-report-baseline-mpnet-vs-graph-mpnet/report.md, results/fever-report-baseline-mix-vs-graph-mix/report.md and results/hover-report-baseline-joint-mpnet-vs-graph-joint-mpnet/report.md"
 
 # Baseline RAG alone on all FEVER claims, open retrieval and with gold evidence (oracle).
 run-verifier: setup

@@ -96,7 +96,7 @@ def validate_claims(claims: Sequence[Claim], policy: ErrorPolicy, source: str) -
 def run_identity(config: Config, pipe: VerificationPipeline, claims: Sequence[Claim], oracle: bool) -> dict:
     """What a prediction run is made from: settings, claims (ids and texts), corpus and model contents."""
     model = pipe.model_path or ""
-    return {
+    identity = {
         "config_hash": run_config_hash(config, two_way=pipe.dataset.two_way),
         "model": model,
         "model_files": settings_hash(tree_hashes(model)) if model and Path(model).exists() else None,
@@ -106,6 +106,11 @@ def run_identity(config: Config, pipe: VerificationPipeline, claims: Sequence[Cl
         "claims": claims_fingerprint(claims),
         "corpus": corpus_fingerprint(pipe.dataset, config.paths.cache_dir),
     }
+    mix = getattr(pipe, "mix_model_path", "")
+    if mix:  # verifier.mix_weight's second verifier (absent otherwise: older runs keep their identity)
+        identity["mix_model"] = mix
+        identity["mix_model_files"] = settings_hash(tree_hashes(mix)) if Path(mix).exists() else None
+    return identity
 
 
 def _check_run_identity(

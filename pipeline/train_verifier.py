@@ -110,6 +110,28 @@ def _base_verifier_config(config: Config) -> Config:
     return cfg
 
 
+def mix_verifier_config(config: Config) -> Config:
+    """The config of the second verifier of ``verifier.mix_weight``: garag's default verifier trained
+    with ``verifier.mix_train`` (or the checkpoint ``verifier.mix_model``), read with this config's
+    verifier settings, its own calibration and label names."""
+    cfg = copy.deepcopy(config)
+    cfg.train = TrainConfig(
+        train_pairs=config.train.train_pairs,
+        corpus=config.train.corpus,
+        seed=config.train.seed,
+        **config.verifier.mix_train,
+    )
+    cfg.verifier = config.verifier.replace(
+        model=config.verifier.mix_model,
+        label_map={},
+        nei_bias=None,
+        mix_weight=0.0,
+        mix_train={},
+        mix_model="",
+    )
+    return cfg
+
+
 def _resolve_base(config: Config, progress: bool) -> str:
     if config.train.base_model == GARAG_BASE:
         return ensure_verifier(_base_verifier_config(config), progress=progress)

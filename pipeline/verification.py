@@ -22,7 +22,7 @@ from garag.store import SentenceStore
 from garag.types import Claim, Evidence, Hit, Label, SentenceId, Verdict
 from pipeline.graph_stage import GraphRanking, GraphStage, cosine_similarity_fn, make_decomposer
 from pipeline.retrieval import RetrievalPipeline, RetrievalResult
-from pipeline.train_verifier import ensure_verifier
+from pipeline.train_verifier import ensure_verifier, mix_verifier_config
 from verifier.base import Verifier
 
 if TYPE_CHECKING:
@@ -90,6 +90,7 @@ class VerificationPipeline:
         self.retrieval = RetrievalPipeline(config, dataset, progress)
         self.verifier: Verifier | None = None
         self.model_path: str = ""
+        self.mix_model_path: str = ""  # verifier.mix_weight's second verifier, when there is one
         self.decomposer = None
         self.graph: GraphStage | None = None
         self.llm_client = None
@@ -114,6 +115,14 @@ class VerificationPipeline:
         self.retrieval.build(force=force)
         self.model_path = str(ensure_verifier(cfg, progress=self.progress))
         nli = NLIVerifier(cfg.verifier, self.model_path).load()
+        if cfg.verifier.mix_weight > 0:
+            from verifier.mixed import MixedVerifier
+
+            second = mix_verifier_config(cfg)
+            self.mix_model_path = str(ensure_verifier(second, progress=self.progress))
+            nli = MixedVerifier(
+                nli, NLIVerifier(second.verifier, self.mix_model_path).load(), cfg.verifier.mix_weight
+            )
         self.verifier = nli
         uses_llm = (
             cfg.pipeline.verifier == "llm"

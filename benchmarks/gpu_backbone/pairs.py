@@ -8,7 +8,9 @@ device call returns), so its accuracy in the full pipeline is measured in three 
 2. on the GPU machine, score those pairs with the new model (train_on_device.py);
 3. ``GPAIRS=replay GPAIRS_PROBS=probs.jsonl.gz GPAIRS_MAP='{"<model folder>": "<tag>"}' python
    pairs.py evaluate --set verifier.model=<folder> ...``: run the pipeline again, each pair's
-   probabilities taken from the GPU model's scores (a pair not scored there is an error).
+   probabilities taken from the GPU model's scores (a pair not scored there is an error; a model
+   folder mapped to ``null`` scores its own pairs, e.g. MiniLM beside a replayed mpnet in a
+   ``verifier.mix_weight`` run).
 
 The folder given as ``verifier.model`` in step 3 holds the GPU model's calibration (and, for
 per-sentence mode, a claim aggregator fitted on its scores); only its weights are MiniLM's, and
@@ -61,6 +63,8 @@ def install() -> None:
 
         def predict_pairs(self, premises, claims):  # noqa: ANN001, ANN202
             tag = mapping[_tag(self)]
+            if tag is None:  # mapped to null: this model scores its pairs itself
+                return _original(self, premises, claims)
             rows = []
             for p, c in zip(premises, claims, strict=True):
                 if (tag, p, c) not in table:

@@ -47,10 +47,23 @@ class VerifierConfig(Section):
             FEVER's 3-way verdicts (there the verdict becomes the likelier of REFUTES and NEI),
             or "never".  On the tune parts its first version raised HoVer macro-F1 on every config (by
             0.05 to 0.09) and lowered FEVER 3-way accuracy with the default verifier (0.7745 -> 0.7676).
+        mix_weight: the share of a second verifier in every verdict (verifier/mixed.py): the scores
+            are ``(1 - mix_weight) * this one's + mix_weight * the second one's`` and the label is
+            the likeliest; 0 = no second verifier.
+        mix_train: the second verifier is garag's default verifier trained with these settings
+            (as ``train.base_train`` names them, e.g. ``{base_model: mpnet, learning_rate: 5.0e-5}``),
+            trained on first use like the first one, or
+        mix_model: a checkpoint for it (hub id or local path), as ``model`` is for the first.
     """
 
     section: ClassVar[str] = "verifier"
-    HASH_OPTIONAL: ClassVar[dict[str, object]] = {"two_way_threshold": None, "entity_check": "never"}
+    HASH_OPTIONAL: ClassVar[dict[str, object]] = {
+        "two_way_threshold": None,
+        "entity_check": "never",
+        "mix_weight": 0.0,
+        "mix_train": {},
+        "mix_model": "",
+    }
     model: Str = ""
     label_map: StrMap = Field(default_factory=dict)
     mode: Literal["concat", "per_sentence"] = "per_sentence"
@@ -64,6 +77,9 @@ class VerifierConfig(Section):
     device: Literal["auto", "cpu", "cuda", "mps"] = "auto"
     two_way_threshold: Float | None = Field(None, ge=0, le=1)
     entity_check: Literal["never", "two_way", "always"] = "never"
+    mix_weight: Float = Field(0.0, ge=0, le=1)
+    mix_train: dict[StrictStr, object] = Field(default_factory=dict)
+    mix_model: Str = ""
 
     def hash_dump(self) -> dict:
         """:meth:`Section.hash_dump` with the entity check's rules when the check is on."""
@@ -89,6 +105,21 @@ class VerifierConfig(Section):
             if label not in FEVER_LABELS:
                 raise ValueError(f"{name!r} maps to {label!r}; a FEVER label must be one of {FEVER_LABELS}")
         return value
+
+    @field_validator("mix_train")
+    @classmethod
+    def _mix_settings(cls, value: dict[str, object]) -> dict[str, object]:
+        return TrainConfig.base_settings(value)
+
+    @model_validator(mode="after")
+    def _mix_needs_a_second_verifier(self) -> VerifierConfig:
+        if self.mix_model and self.mix_train:
+            raise ValueError("mix_model and mix_train both name the second verifier; keep one")
+        if self.mix_weight > 0 and not (self.mix_model or self.mix_train):
+            raise ValueError("mix_weight needs a second verifier: set mix_train or mix_model")
+        if (self.mix_model or self.mix_train) and self.mix_weight == 0:
+            raise ValueError("mix_train / mix_model name a second verifier that mix_weight 0 leaves out")
+        return self
 
 
 class TrainConfig(Section):
@@ -157,6 +188,12 @@ class TrainConfig(Section):
     @field_validator("base_train")
     @classmethod
     def _base_settings(cls, value: dict[str, object]) -> dict[str, object]:
+        return cls.base_settings(value)
+
+    @classmethod
+    def base_settings(cls, value: dict[str, object]) -> dict[str, object]:
+        """Train settings of a verifier trained from a backbone (``base_train``, ``verifier.mix_train``),
+        checked key by key; the defaults left out, so that equal settings hash alike."""
         inherited = {"train_pairs", "corpus", "seed", "base_train"}
         for key in value:
             if key not in cls.model_fields or key in inherited:

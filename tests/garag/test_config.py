@@ -310,3 +310,42 @@ def test_base_train_sets_the_default_verifier_that_a_joint_verifier_continues_fr
     )
     assert same.train.base_train == {"base_model": "mpnet", "learning_rate": 5e-5}
     assert verifier_artifact_dir(same) == verifier_artifact_dir(shipped)
+
+
+def test_mix_settings_name_a_second_verifier_and_leave_old_hashes_alone() -> None:
+    from garag.runs import run_config_hash
+    from pipeline.train_verifier import mix_verifier_config, verifier_artifact_dir
+
+    plain = load_config("configs/baseline.yaml")
+    mixed = load_config(
+        "configs/baseline.yaml",
+        ["verifier.mix_weight=0.5", "verifier.mix_train={base_model: mpnet, learning_rate: 5.0e-5}"],
+    )
+    # off by default and then not hashed: saved runs and trained verifiers keep their names
+    assert "mix_weight" not in plain.verifier.hash_dump()
+    assert run_config_hash(mixed, two_way=False) != run_config_hash(plain, two_way=False)
+    assert verifier_artifact_dir(mixed) == verifier_artifact_dir(plain)
+    # the second verifier is the one baseline-mpnet.yaml trains: one training serves both configs
+    second = mix_verifier_config(mixed)
+    assert verifier_artifact_dir(second) == verifier_artifact_dir(load_config("configs/baseline-mpnet.yaml"))
+    assert (second.verifier.mix_weight, second.verifier.mix_train, second.verifier.model) == (0.0, {}, "")
+    assert second.verifier.top_k == mixed.verifier.top_k
+    checkpoint = mix_verifier_config(
+        load_config(overrides=["verifier.mix_weight=0.2", "verifier.mix_model=/models/other"])
+    )
+    assert checkpoint.verifier.model == "/models/other"
+    for overrides, message in (
+        (["verifier.mix_weight=0.5"], r"^verifier: mix_weight needs a second verifier"),
+        (["verifier.mix_model=x"], r"^verifier: mix_train / mix_model name a second verifier"),
+        (
+            ["verifier.mix_weight=0.5", "verifier.mix_model=x", "verifier.mix_train={epochs: 1}"],
+            r"^verifier: mix_model and mix_train both name",
+        ),
+        (
+            ["verifier.mix_weight=0.5", "verifier.mix_train={lr: 1}"],
+            r"^verifier\.mix_train: 'lr' is not a setting it can change",
+        ),
+        (["verifier.mix_weight=1.5", "verifier.mix_model=x"], r"verifier\.mix_weight"),
+    ):
+        with pytest.raises(ConfigError, match=message):
+            load_config(overrides=overrides)

@@ -294,3 +294,25 @@ def test_entity_check_withholds_support_from_claims_naming_unread_entities(
     for i in (2, 7, 8):
         assert checked[i].label is not Label.SUPPORTS and "Entity check" in checked[i].explanation
     assert checked[1].label is Label.SUPPORTS and checked[6].label is Label.SUPPORTS
+
+
+def test_a_mixed_verifier_runs_in_the_pipeline_and_names_its_second_model(
+    run, tiny_corpus, tiny_claims, tmp_path
+):
+    from verifier.mixed import MixedVerifier
+
+    config, _, claims, _, _ = run
+    model = config.verifier.model
+    extra = ["verifier.mix_weight=0.5", f"verifier.mix_model={model}"]
+    mixed = _config(tiny_corpus, tiny_claims, Path(config.paths.cache_dir), model, extra)
+    pipe = VerificationPipeline(mixed, progress=False).build()
+    assert isinstance(pipe.verifier, MixedVerifier) and pipe.mix_model_path == model
+    out = run_predictions(mixed, tmp_path / "mixed", pipeline=pipe, progress=False, batch_size=4)
+    records = records_from_file(out.predictions)
+    # the model mixed with itself: the same labels, the mix stated in every explanation with evidence
+    assert [r["predicted_label"] for r in records] == [c.label for c in claims]
+    assert all(
+        "two verifiers mixed 0.50 / 0.50" in r["explanation"] for r in records if r["predicted_evidence"]
+    )
+    identity = json.loads((tmp_path / "mixed" / "run.json").read_text(encoding="utf-8"))
+    assert identity["mix_model"] == model and identity["mix_model_files"] == identity["model_files"]
