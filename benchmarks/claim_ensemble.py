@@ -9,7 +9,8 @@ benchmarks/results/mpnet_gpu.md fixed: the highest tune accuracy with every clas
 least run A's own (so no label falls below A's), a tie to the larger weight.  The pick is then
 scored on the report runs, like ``garag evaluate``.
 
-This reads saved runs only: nothing in the pipeline mixes verifiers yet.
+This reads saved runs only, to pick the weight; the pipeline mixes verifiers with
+``verifier.mix_weight`` (verifier/mixed.py, ``configs/*-mix.yaml``).
 
     python benchmarks/claim_ensemble.py --tune A_TUNE_DIR B_TUNE_DIR --report A_REPORT_DIR B_REPORT_DIR \\
         [--out benchmarks/results/claim_ensemble]

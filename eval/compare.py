@@ -216,6 +216,11 @@ def _model_hashes(pipe: Any) -> dict:
     path = Path(info["verifier"]) if info["verifier"] else None
     if path is not None and path.exists():
         info["verifier_files"] = tree_hashes(path)
+    mix = getattr(pipe, "mix_model_path", "")
+    if mix:  # verifier.mix_weight's second verifier (absent otherwise: older runs compare as before)
+        info["mix_verifier"] = mix
+        if Path(mix).exists():
+            info["mix_verifier_files"] = tree_hashes(Path(mix))
     artifacts = getattr(getattr(pipe, "retrieval", None), "artifacts", {}) or {}
     info["artifacts"] = {name: Path(p).name for name, p in artifacts.items()}
     return info

@@ -7,8 +7,12 @@ the tune part: benchmarks/results/claim_ensemble_baseline.md).  ``verifier.mix_w
 mix on (``verifier.mix_train`` or ``verifier.mix_model`` names the second verifier).
 
 The mixed verdict's label is the likeliest of the mixed scores.  Its evidence and explanation are
-those of the first verifier whose own label agrees with it (the first one's when neither does),
-after one line giving the mix: both verifiers' labels and probabilities.
+those of the first verifier whose own label agrees with it (the first one's when neither does:
+that text then argues for another label), after a head giving the mixed label and both verifiers'
+labels and probabilities.  Both verifiers must give probabilities: a per-sentence verifier with the
+rule aggregator (no claim aggregator beside the model) gives thresholded maxima, and is refused.
+The second verifier reads as many sentences as the first (``top_k`` follows the first's, which the
+service changes per request).
 """
 
 from __future__ import annotations
@@ -23,17 +27,35 @@ from verifier.labels import LABEL_ORDER
 class MixedVerifier:
     """``verify_batch`` of two verifiers, their scores mixed (see the module docstring)."""
 
+    name = "mixed"
+
     def __init__(self, first: Verifier, second: Verifier, weight: float) -> None:
         if not 0.0 <= weight <= 1.0:
             raise ValueError(f"mix weight {weight} is outside [0, 1]")
+        for which, v in (("first", first), ("second", second)):
+            config = getattr(v, "config", None)
+            if getattr(config, "mode", "") == "per_sentence" and getattr(v, "aggregation", "") == "rule":
+                raise ValueError(
+                    f"verifier.mix_weight: the {which} verifier ({getattr(v, 'model_path', '?')}) decides "
+                    "by the rule aggregator, whose scores are not probabilities; mix verifiers with a claim "
+                    "aggregator (garag's own) or in concat mode"
+                )
         self.first = first
         self.second = second
         self.weight = float(weight)
+
+    def load(self) -> MixedVerifier:
+        for v in (self.first, self.second):
+            getattr(v, "load", lambda: None)()
+        return self
 
     def verify(self, claim: str, evidence: Sequence[Evidence]) -> Verdict:
         return self.verify_batch([claim], [evidence])[0]
 
     def verify_batch(self, claims: Sequence[str], evidence: Sequence[Sequence[Evidence]]) -> list[Verdict]:
+        one, two = getattr(self.first, "config", None), getattr(self.second, "config", None)
+        if one is not None and two is not None and two.top_k != one.top_k:
+            two.top_k = one.top_k  # read the same sentences (the service sets the first's per request)
         first = self.first.verify_batch(claims, evidence)
         second = self.second.verify_batch(claims, evidence)
         return [self._mix(a, b) for a, b in zip(first, second, strict=True)]

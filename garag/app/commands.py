@@ -121,28 +121,30 @@ def _run_dir(args: argparse.Namespace, config: Config) -> Path:
 
 def cmd_train_verifier(args: argparse.Namespace, config: Config) -> int:
     from garag.artifacts import read_meta
-    from pipeline.train_verifier import ensure_verifier, verifier_artifact_dir
+    from pipeline.train_verifier import ensure_verifier, mix_verifier_config, verifier_artifact_dir
 
-    if config.verifier.model:
+    mixes = bool(config.verifier.mix_train)  # verifier.mix_weight's second verifier, trained here too
+    if config.verifier.model and not mixes:
         raise ValueError("verifier.model is set: garag trains its own verifier only when it is empty")
     from verifier.claim_aggregator import read_aggregator
 
-    model = ensure_verifier(config, progress=not args.no_progress, force=args.force)
-    meta = read_meta(verifier_artifact_dir(config)) or {}
-    aggregator = read_aggregator(model)
-    print(
-        json.dumps(
-            {
-                "model": model,
-                "best_val": meta.get("best_val"),
-                "calibration": meta.get("calibration"),
-                "claim_aggregator": aggregator.info if aggregator is not None else None,
-                "train_seconds": meta.get("train_seconds"),
-                "data": meta.get("data"),
-            },
-            indent=2,
-        )
-    )
+    todo = [] if config.verifier.model else [("model", config)]
+    if mixes:
+        todo.append(("mix_model", mix_verifier_config(config)))
+    report = {}
+    for key, cfg in todo:
+        model = ensure_verifier(cfg, progress=not args.no_progress, force=args.force)
+        meta = read_meta(verifier_artifact_dir(cfg)) or {}
+        aggregator = read_aggregator(model)
+        report[key] = {
+            "model": model,
+            "best_val": meta.get("best_val"),
+            "calibration": meta.get("calibration"),
+            "claim_aggregator": aggregator.info if aggregator is not None else None,
+            "train_seconds": meta.get("train_seconds"),
+            "data": meta.get("data"),
+        }
+    print(json.dumps(report["model"] if list(report) == ["model"] else report, indent=2))
     return 0
 
 

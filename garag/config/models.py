@@ -109,7 +109,9 @@ class VerifierConfig(Section):
     @field_validator("mix_train")
     @classmethod
     def _mix_settings(cls, value: dict[str, object]) -> dict[str, object]:
-        return TrainConfig.base_settings(value)
+        checked = TrainConfig.base_settings(value)
+        # all defaults name garag's default verifier, a second verifier too: keep it named
+        return checked or ({"base_model": TrainConfig.model_fields["base_model"].default} if value else {})
 
     @model_validator(mode="after")
     def _mix_needs_a_second_verifier(self) -> VerifierConfig:

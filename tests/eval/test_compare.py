@@ -304,3 +304,22 @@ def test_two_way_settings_leave_a_three_way_run_resumable(setup):
     finally:
         for c, text in original.items():
             c.write_text(text, encoding="utf-8")
+
+
+def test_a_mixed_run_records_its_second_verifier(tmp_path) -> None:
+    from types import SimpleNamespace
+
+    from eval.compare import _model_hashes
+
+    first, second = tmp_path / "first", tmp_path / "second"
+    for d, text in ((first, "a"), (second, "b")):
+        d.mkdir()
+        (d / "model.safetensors").write_text(text, encoding="utf-8")
+    plain = _model_hashes(SimpleNamespace(model_path=str(first), retrieval=None))
+    assert "mix_verifier" not in plain  # a run without a mix records what it always did
+    mixed = _model_hashes(SimpleNamespace(model_path=str(first), mix_model_path=str(second), retrieval=None))
+    assert mixed["mix_verifier"] == str(second)
+    assert mixed["mix_verifier_files"] != mixed["verifier_files"]
+    (second / "model.safetensors").write_text("retrained", encoding="utf-8")
+    again = _model_hashes(SimpleNamespace(model_path=str(first), mix_model_path=str(second), retrieval=None))
+    assert again["mix_verifier_files"] != mixed["mix_verifier_files"]  # a resume can see the change

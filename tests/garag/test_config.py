@@ -330,6 +330,10 @@ def test_mix_settings_name_a_second_verifier_and_leave_old_hashes_alone() -> Non
     assert verifier_artifact_dir(second) == verifier_artifact_dir(load_config("configs/baseline-mpnet.yaml"))
     assert (second.verifier.mix_weight, second.verifier.mix_train, second.verifier.model) == (0.0, {}, "")
     assert second.verifier.top_k == mixed.verifier.top_k
+    # settings that are all defaults still name a second verifier: garag's default one
+    minilm = load_config(overrides=["verifier.mix_weight=0.5", "verifier.mix_train={base_model: minilm}"])
+    assert minilm.verifier.mix_train == {"base_model": "minilm"}
+    assert verifier_artifact_dir(mix_verifier_config(minilm)) == verifier_artifact_dir(plain)
     checkpoint = mix_verifier_config(
         load_config(overrides=["verifier.mix_weight=0.2", "verifier.mix_model=/models/other"])
     )
