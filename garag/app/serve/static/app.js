@@ -266,6 +266,8 @@ async function openRun(runId) {
 
 async function loadClaims() {
   if (!state.run) return;
+  // filters fire one request each; only the newest may render (an older reply can arrive last)
+  const seq = (state.claimsSeq = (state.claimsSeq || 0) + 1);
   const params = new URLSearchParams({ page: state.page, page_size: 20 });
   const add = (key, id) => { if ($(id).value) params.set(key, $(id).value); };
   add("label", "f-label");
@@ -285,9 +287,10 @@ async function loadClaims() {
   try {
     data = await api(`/v1/runs/${encodeURIComponent(state.run.run_id)}/claims?${params}`);
   } catch (e) {
-    $("claims-count").textContent = e.message;
+    if (seq === state.claimsSeq) $("claims-count").textContent = e.message;
     return;
   }
+  if (seq !== state.claimsSeq) return;  // a newer filter's request is on its way
   state.pages = data.pages;
   $("claims-count").textContent = `${data.total} claims`;
   $("page-info").textContent = ` page ${data.page} of ${data.pages} `;
