@@ -100,14 +100,17 @@ GARAG_BASE = "garag"
 def _base_verifier_config(config: Config) -> Config:
     """The config of garag's default verifier, which ``train.base_model: garag`` continues from."""
     cfg = copy.deepcopy(config)
-    cfg.train = TrainConfig(
-        train_pairs=config.train.train_pairs,
-        corpus=config.train.corpus,
-        seed=config.train.seed,
-        **config.train.base_train,
-    )
+    cfg.train = _default_verifier_train(config, config.train.base_train)
     cfg.verifier = VerifierConfig()
     return cfg
+
+
+def _default_verifier_train(config: Config, settings: dict[str, object]) -> TrainConfig:
+    """The train section of a default (per-sentence) verifier with ``settings`` (``train.base_train``,
+    ``verifier.mix_train``): the train pairs, corpus and seed stay ``config``'s."""
+    return TrainConfig(
+        train_pairs=config.train.train_pairs, corpus=config.train.corpus, seed=config.train.seed, **settings
+    )
 
 
 def mix_verifier_config(config: Config) -> Config:
@@ -115,12 +118,7 @@ def mix_verifier_config(config: Config) -> Config:
     with ``verifier.mix_train`` (or the checkpoint ``verifier.mix_model``), read with this config's
     verifier settings, its own calibration and label names."""
     cfg = copy.deepcopy(config)
-    cfg.train = TrainConfig(
-        train_pairs=config.train.train_pairs,
-        corpus=config.train.corpus,
-        seed=config.train.seed,
-        **config.verifier.mix_train,
-    )
+    cfg.train = _default_verifier_train(config, config.verifier.mix_train)
     cfg.verifier = config.verifier.replace(
         model=config.verifier.mix_model,
         label_map={},

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from garag.types import Evidence, Label, Verdict
+from garag.types import Evidence, Verdict
 from verifier.base import Verifier
 from verifier.labels import LABEL_ORDER
 
@@ -75,5 +75,4 @@ class MixedVerifier:
 
 
 def _said(v: Verdict) -> str:
-    p = v.scores.get(v.label, 0.0)
-    return f"{v.label.value} p={p:.2f}" if isinstance(v.label, Label) else str(v.label)
+    return f"{v.label.value} p={v.scores.get(v.label, 0.0):.2f}"
