@@ -101,6 +101,37 @@ def test_k_sets_the_number_of_evidence_sentences(client: TestClient, service):
     assert len(again["evidence"]) == 3
 
 
+def test_configs_report_the_configs_own_k_while_a_request_with_another_k_runs(client: TestClient, service):
+    served = service.served["baseline"]
+    real_run = served.pipe.run
+    started, release = threading.Event(), threading.Event()
+    seen: list[int] = []
+
+    def held_run(claims, *args, **kwargs):  # the real pipeline, held until the test has looked
+        seen.append(served.config.verifier.top_k)
+        started.set()
+        assert release.wait(30)
+        return real_run(claims, *args, **kwargs)
+
+    served.pipe.run = held_run
+    try:
+        reply: dict = {}
+        t = threading.Thread(
+            target=lambda: reply.update(client.post("/v1/verify", json={"claim": CLAIM, "k": 1}).json())
+        )
+        t.start()
+        assert started.wait(30)
+        listed = {c["name"]: c["top_k"] for c in client.get("/v1/configs").json()["configs"]}
+        release.set()
+        t.join(60)
+    finally:
+        release.set()
+        served.pipe.run = real_run
+    assert seen == [1]  # the batch did run with the request's k
+    assert listed["baseline"] == 3  # and /v1/configs still gave the config's own
+    assert len(reply["evidence"]) == 1
+
+
 def test_graph_verdict_has_the_fact_graph_and_graal_paths(client: TestClient):
     body = client.post("/v1/verify", json={"claim": CLAIM, "config": "graph"}).json()
     g = body["graph"]

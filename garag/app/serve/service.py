@@ -12,7 +12,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from garag.config import Config, load_config
@@ -61,6 +61,10 @@ class Served:
     config: Config
     pipe: VerificationPipeline | None = None
     batcher: MicroBatcher | None = None
+    top_k: int = field(init=False)  # the config's own; a request's ``k`` changes the config's for its batch
+
+    def __post_init__(self) -> None:
+        self.top_k = self.config.verifier.top_k
 
 
 def load_configs(paths: Sequence[str | Path], overrides: Sequence[str] = ()) -> dict[str, tuple[str, Config]]:
@@ -147,7 +151,7 @@ class Service:
         def run(items: Sequence[tuple[str, int | None]]) -> list[dict]:
             assert s.pipe is not None
             out: list[dict | None] = [None] * len(items)
-            default_k = s.config.verifier.top_k
+            default_k = s.top_k
             for k in sorted({k or default_k for _, k in items}):
                 idx = [i for i, (_, ik) in enumerate(items) if (ik or default_k) == k]
                 claims = [Claim(i, items[i][0]) for i in idx]
@@ -240,7 +244,7 @@ class Service:
                 "mode": s.config.pipeline.mode,
                 "verifier": s.config.pipeline.verifier,
                 "retrievers": list(s.config.retrieval.retrievers),
-                "top_k": s.config.verifier.top_k,
+                "top_k": s.top_k,  # not the config's, which a batch in flight may have changed
                 "dataset": s.config.data.dataset,
                 "source": s.source,
             }
