@@ -27,6 +27,7 @@ from verifier.base import Verifier
 
 if TYPE_CHECKING:
     from verifier.entity_check import EntityCheck
+    from verifier.llm_judge import LLMJudge
 
 logger = logging.getLogger(__name__)
 
@@ -97,6 +98,7 @@ class VerificationPipeline:
         self.programmer = None
         self.answerer = None  # reasoning.answer_from: entity (pipeline.reasoning.EntityAnswerer), made on use
         self.entity_check = None  # verifier.entity_check (verifier.entity_check.EntityCheck)
+        self.llm_judge = None  # verifier.llm_judge on 2-way data (verifier.llm_judge.LLMJudge)
 
     @property
     def dataset(self) -> Dataset:
@@ -124,11 +126,13 @@ class VerificationPipeline:
                 nli, NLIVerifier(second.verifier, self.mix_model_path).load(), cfg.verifier.mix_weight
             )
         self.verifier = nli
+        judges = cfg.verifier.llm_judge == "two_way" and self.dataset.two_way
         uses_llm = (
             cfg.pipeline.verifier == "llm"
             or cfg.decomposition.method == "llm"
             or cfg.reasoning.programs == "llm"
             or (cfg.pipeline.mode == "graph" and cfg.triplets.method != "syntactic")
+            or judges
         )
         if uses_llm:
             from garag.llm import LLMClient
@@ -143,6 +147,10 @@ class VerificationPipeline:
             from verifier.entity_check import EntityCheck
 
             self.entity_check = EntityCheck(cfg.decomposition.spacy_model).load()
+        if judges:
+            from verifier.llm_judge import LLMJudge
+
+            self.llm_judge = LLMJudge(self.llm_client)
         if cfg.reasoning.programs != "none":
             from pipeline.reasoning import make_programmer
 
@@ -229,7 +237,13 @@ class VerificationPipeline:
             timing["reasoning"] = (time.perf_counter() - t4) / n
         t5 = time.perf_counter()
         verdicts = decide(
-            verdicts, texts, checked, cfg.verifier, self.entity_check, two_way_data=self.dataset.two_way
+            verdicts,
+            texts,
+            checked,
+            cfg.verifier,
+            self.entity_check,
+            two_way_data=self.dataset.two_way,
+            judge=self.llm_judge,
         )
         timing["verification"] += (time.perf_counter() - t5) / n
         llm = _usage_per_claim(before, self.llm_client.stats.snapshot(), n) if before is not None else None
@@ -276,15 +290,19 @@ def decide(
     entity_check: EntityCheck | None,
     *,
     two_way_data: bool,
+    judge: LLMJudge | None = None,
 ) -> list[Verdict]:
-    """What follows the verifier: the 2-way threshold, then the entity check on the sentences each
-    verdict rests on (``checked``), each where ``settings`` and the dataset make it apply."""
+    """What follows the verifier: the 2-way threshold, then the entity check, then the LLM judge
+    on the sentences each verdict rests on (``checked``), each where ``settings`` and the dataset
+    make it apply."""
     out = list(verdicts)
     if settings.two_way_threshold is not None and two_way_data:
         out = [two_way(v, settings.two_way_threshold) for v in out]
     check = settings.entity_check
     if entity_check is not None and (check == "always" or (check == "two_way" and two_way_data)):
         out = entity_check.apply(claims, checked, out)
+    if judge is not None and settings.llm_judge == "two_way" and two_way_data:
+        out = judge.apply(claims, checked, out)
     return out
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import ClassVar, Literal
 
-from pydantic import Field, StrictStr, field_validator, model_validator
+from pydantic import Field, StrictStr, ValidationInfo, field_validator, model_validator
 
 from garag.config.base import Bool, ConfigError, Float, Int, Section, Str, StrMap
 
@@ -54,6 +54,10 @@ class VerifierConfig(Section):
             (as ``train.base_train`` names them, e.g. ``{base_model: mpnet, learning_rate: 5.0e-5}``),
             trained on first use like the first one, or
         mix_model: a checkpoint for it (hub id or local path), as ``model`` is for the first.
+        llm_judge: "two_way": on 2-way datasets (HoVer), ask the chat model of the ``llm`` section
+            whether the sentences read support every part of each claim still called SUPPORTED
+            after the threshold and the entity check, and withhold SUPPORTED where it says No
+            (verifier/llm_judge.py, prompts/judge.yaml); "never" (the default) asks nothing.
     """
 
     section: ClassVar[str] = "verifier"
@@ -63,6 +67,7 @@ class VerifierConfig(Section):
         "mix_weight": 0.0,
         "mix_train": {},
         "mix_model": "",
+        "llm_judge": "never",
     }
     model: Str = ""
     label_map: StrMap = Field(default_factory=dict)
@@ -80,21 +85,29 @@ class VerifierConfig(Section):
     mix_weight: Float = Field(0.0, ge=0, le=1)
     mix_train: dict[StrictStr, object] = Field(default_factory=dict)
     mix_model: Str = ""
+    llm_judge: Literal["never", "two_way"] = "never"
 
     def hash_dump(self) -> dict:
-        """:meth:`Section.hash_dump` with the entity check's rules when the check is on."""
+        """:meth:`Section.hash_dump` with the entity check's rules when the check is on, and the
+        judge prompt's sha256 when the LLM judge is."""
         dump = super().hash_dump()
         if self.entity_check != "never":
             dump["entity_check_version"] = ENTITY_CHECK_VERSION
+        if self.llm_judge != "never":
+            from prompts import load_prompt  # the prompt files ship with garag; yaml only
+
+            dump["llm_judge_prompt"] = load_prompt("judge").sha256
         return dump
 
-    @field_validator("entity_check", mode="before")
+    @field_validator("entity_check", "llm_judge", mode="before")
     @classmethod
-    def _entity_check_words(cls, value: object) -> object:
+    def _switch_words(cls, value: object, info: ValidationInfo) -> object:
         # YAML reads off / no / false as False and on / yes / true as True.
         if value is False:
             return "never"
         if value is True:
+            if info.field_name == "llm_judge":
+                raise ValueError("say two_way (HoVer's 2-way verdicts) or never")
             raise ValueError("say two_way (HoVer's 2-way verdicts only) or always (FEVER's 3-way ones too)")
         return value
 

