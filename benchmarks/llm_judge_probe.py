@@ -13,7 +13,9 @@ model's greedy answer, is close to t = 0.5).  Needs the ``llm`` extra and the as
         --model <cache>/llm-models/qwen2.5-coder-1.5b-instruct-q4.gguf --out probe.jsonl
 
 ``--checked``: a run of the same config with ``verifier.two_way_threshold=0``, whose SUPPORTS
-verdicts are the claims that pass the entity check.  The output is resumable (claims already in
+verdicts are the claims that pass the entity check.  Neither run may have the judge on, nor
+``reasoning.combine: and``.  Sentences are read from ``--corpus`` as it is (runs made with
+``--add``/``--remove`` edits are not for this script).  The output is resumable (claims already in
 ``--out`` are kept).
 """
 
@@ -66,6 +68,17 @@ def main() -> int:
     from llama_cpp import Llama, llama_get_logits_ith
     from sklearn.metrics import f1_score, roc_auc_score
 
+    for path, role in ((args.run, "--run"), (args.checked, "--checked")):
+        cfg = json.loads(Path(path, "run.json").read_text(encoding="utf-8"))["config"]
+        reasoning, verifier = cfg.get("reasoning", {}), cfg.get("verifier", {})
+        if reasoning.get("programs", "none") != "none" and reasoning.get("combine") == "and":
+            raise SystemExit(
+                f"{role} {path}: reasoning.combine is 'and'; the judge reads more than evidence_read"
+            )
+        if verifier.get("llm_judge", "never") != "never":
+            raise SystemExit(
+                f"{role} {path}: a run without verifier.llm_judge is needed (its labels are read)"
+            )
     rows = [json.loads(line) for line in Path(args.run, "predictions.jsonl").open(encoding="utf-8")]
     passed = {
         r["id"]: r["predicted_label"] == "SUPPORTS"

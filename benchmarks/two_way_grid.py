@@ -56,6 +56,11 @@ def load_run(run_dir: Path) -> tuple:
     if cfg.data.part != "tune":
         part = cfg.data.part
         raise SystemExit(f"{run_dir}/run.json: data.part is {part!r}; this grid reads tune runs only")
+    if cfg.verifier.llm_judge != "never":
+        raise SystemExit(
+            f"{run_dir}/run.json: verifier.llm_judge is {cfg.verifier.llm_judge!r}; this grid re-decides "
+            "runs without the LLM judge (its answers are not saved with the run)"
+        )
     if cfg.reasoning.programs != "none" and cfg.reasoning.combine == "and":
         # the check then also reads every step's evidence, which predictions.jsonl does not hold
         raise SystemExit(f"{run_dir}/run.json: reasoning.combine is 'and'; this grid re-decides 'union' runs")

@@ -205,13 +205,19 @@ def _predict_into(
 
 
 def _llm_summary(pipe: VerificationPipeline) -> dict[str, int] | None:
-    """How the LLM verifier fared: verdict requests, cache hits, and claims decided by its NLI fallback."""
+    """How the LLM stages fared: requests, cache hits, failures, claims decided by the LLM verifier's
+    NLI fallback and, with ``verifier.llm_judge``, the judge's Yes / No / unusable answers (a judge
+    reply cut at its few tokens counts among ``fallbacks`` yet is read from its first word)."""
     client = getattr(pipe, "llm_client", None)
     if client is None:
         return None
     total = client.stats.snapshot()["total"]
     keys = ("requests", "cache_hits", "errors", "timeouts", "invalid", "fallbacks", "verifier_fallbacks")
-    return {k: int(total.get(k, 0)) for k in keys}
+    out = {k: int(total.get(k, 0)) for k in keys}
+    judge = getattr(pipe, "llm_judge", None)
+    if judge is not None:
+        out |= {f"judge_{k}": n for k, n in judge.counts.items()}
+    return out
 
 
 def _normalise(record: dict, dataset: Dataset, source: str) -> dict:

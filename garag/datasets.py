@@ -65,7 +65,8 @@ class Dataset:
     @property
     def two_way(self) -> bool:
         """Whether the labels are 2-way (HoVer's SUPPORTED / NOT_SUPPORTED): what
-        ``verifier.two_way_threshold`` and ``verifier.entity_check: two_way`` act on."""
+        ``verifier.two_way_threshold``, ``verifier.entity_check: two_way`` and
+        ``verifier.llm_judge`` act on."""
         return len(self.labels) == 2
 
     def default_split_path(self) -> Path:

@@ -301,7 +301,9 @@ def decide(
     check = settings.entity_check
     if entity_check is not None and (check == "always" or (check == "two_way" and two_way_data)):
         out = entity_check.apply(claims, checked, out)
-    if judge is not None and settings.llm_judge == "two_way" and two_way_data:
+    if settings.llm_judge == "two_way" and two_way_data:
+        if judge is None:
+            raise ValueError("verifier.llm_judge is two_way on 2-way data, but no LLM judge was given")
         out = judge.apply(claims, checked, out)
     return out
 

@@ -8,12 +8,18 @@ withholds SUPPORTED (the verdict becomes the likelier of REFUTES and NOT ENOUGH 
 check does) and the explanation says so; "Yes" keeps the verdict.  A reply that starts with neither
 (or a call that fails or times out) keeps the verdict too, and is counted as unusable.
 
-Only SUPPORTS verdicts are asked, so the judge costs one short LLM call per claim at most; replies
-are cached like every LLM stage's (``llm/responses.sqlite``), so a rerun asks nothing again.
+Only SUPPORTS verdicts are asked, so the judge costs one short LLM call per claim at most.  Replies
+are cached like every LLM stage's (``llm/responses.sqlite``), so a rerun asks nothing again, except
+where a call timed out or failed: those are not cached, and a rerun asks again (and may decide
+otherwise).
+
+Run hashes carry the judge prompt's sha256 and ``garag.config.models.LLM_JUDGE_VERSION`` whenever the
+judge is on: raise it with any change here that decides other verdicts from the same replies.
 """
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Sequence
 from typing import Any
@@ -22,6 +28,7 @@ from garag.text import detokenize, page_to_title
 from garag.types import Evidence, Label, Verdict
 from prompts import PromptFile, load_prompt
 
+logger = logging.getLogger(__name__)
 ANSWERS = {"yes": True, "no": False}
 _FIRST_WORD = re.compile(r"[A-Za-z]+")
 # "Yes" / "No" and an end mark fit in 4 tokens; a longer reply is cut there and its first word read.
@@ -71,6 +78,10 @@ class LLMJudge:
             said = answer(reply.value if reply.value is not None else reply.raw)
             self.counts["unusable" if said is None else "yes" if said else "no"] += 1
             out.append(said)
+        if None in out:
+            logger.warning(
+                "LLM judge: %d of %d replies unusable; those verdicts stand", out.count(None), len(out)
+            )
         return out
 
     def apply(

@@ -12,6 +12,9 @@ FEVER_LABELS = ("SUPPORTS", "REFUTES", "NOT ENOUGH INFO")
 # The rules of verifier/entity_check.py, in run hashes whenever the check is on: predictions saved
 # under other rules are not resumed.  Raise it when the check withholds other verdicts.
 ENTITY_CHECK_VERSION = "entity-check-v3"
+# How verifier/llm_judge.py reads replies and what it withholds, in run hashes whenever the judge is
+# on (with its prompt's sha256).  Raise it when the judge decides other verdicts from the same replies.
+LLM_JUDGE_VERSION = "llm-judge-v1"
 
 
 class VerifierConfig(Section):
@@ -97,6 +100,7 @@ class VerifierConfig(Section):
             from prompts import load_prompt  # the prompt files ship with garag; yaml only
 
             dump["llm_judge_prompt"] = load_prompt("judge").sha256
+            dump["llm_judge_version"] = LLM_JUDGE_VERSION
         return dump
 
     @field_validator("entity_check", "llm_judge", mode="before")

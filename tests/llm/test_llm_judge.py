@@ -11,6 +11,7 @@ import pytest
 
 from garag.config import load_config
 from garag.config.base import ConfigError
+from garag.config.models import LLM_JUDGE_VERSION
 from garag.llm.client import Structured
 from garag.runs import run_config_hash
 from garag.types import Evidence, Label, SentenceId, Verdict
@@ -50,7 +51,14 @@ def test_answer_reads_the_first_word_in_any_case():
     assert answer("42") is None
 
 
+def _needs_langchain() -> None:
+    pytest.importorskip(
+        "langchain_core", reason="prompt templates need langchain-core (pip install 'garag[llm]')"
+    )
+
+
 def test_the_prompt_shows_each_sentence_read_with_its_title_detokenised():
+    _needs_langchain()
     assert evidence_lines(EVIDENCE) == (
         "- Abbey Road: Abbey Road is an album by the Beatles, released in 1969.\n"
         "- The Beatles: The Beatles were an English rock band (1960)."
@@ -62,6 +70,7 @@ def test_the_prompt_shows_each_sentence_read_with_its_title_detokenised():
 
 
 def test_no_withholds_support_yes_and_unusable_keep_it_and_other_verdicts_are_not_asked():
+    _needs_langchain()
     replies = [
         Structured("No", "No"),
         Structured("Yes", "Yes"),
@@ -90,6 +99,7 @@ def test_no_withholds_support_yes_and_unusable_keep_it_and_other_verdicts_are_no
 
 
 def test_decide_runs_the_judge_after_the_check_on_two_way_data_only():
+    _needs_langchain()
     settings = load_config(overrides=["verifier.llm_judge=two_way"]).verifier
     client = ScriptedClient([Structured("No", "No")] * 4)
     judge = LLMJudge(client)
@@ -100,6 +110,8 @@ def test_decide_runs_the_judge_after_the_check_on_two_way_data_only():
     off = load_config().verifier
     kept = decide([_verdict()], ["c"], [EVIDENCE], off, None, two_way_data=True, judge=judge)
     assert kept[0].label is Label.SUPPORTS and len(client.asked) == 1
+    with pytest.raises(ValueError, match="no LLM judge"):  # asked for, but none given: never skipped silently
+        decide([_verdict()], ["c"], [EVIDENCE], settings, None, two_way_data=True)
 
 
 def test_the_judge_names_hover_runs_only_and_its_prompt_is_in_the_hash():
@@ -108,6 +120,7 @@ def test_the_judge_names_hover_runs_only_and_its_prompt_is_in_the_hash():
     assert run_config_hash(judged, two_way=False) == run_config_hash(plain, two_way=False)
     assert run_config_hash(judged, two_way=True) != run_config_hash(plain, two_way=True)
     assert len(judged.verifier.hash_dump()["llm_judge_prompt"]) == 64
+    assert judged.verifier.hash_dump()["llm_judge_version"] == LLM_JUDGE_VERSION
     assert not {"llm_judge", "llm_judge_prompt"} & plain.verifier.hash_dump().keys()
     assert load_config(overrides=["verifier.llm_judge=off"]).verifier.llm_judge == "never"
     with pytest.raises(ConfigError, match=r"verifier\.llm_judge: say two_way .* or never"):

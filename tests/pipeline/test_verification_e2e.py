@@ -316,3 +316,38 @@ def test_a_mixed_verifier_runs_in_the_pipeline_and_names_its_second_model(
     )
     identity = json.loads((tmp_path / "mixed" / "run.json").read_text(encoding="utf-8"))
     assert identity["mix_model"] == model and identity["mix_model_files"] == identity["model_files"]
+
+
+@pytest.mark.llm
+def test_the_llm_judge_runs_in_the_pipeline_on_two_way_data_only(run, tiny_corpus, tiny_claims, tmp_path):
+    """``verifier.llm_judge: two_way`` with the real SmolLM2-135M: the pipeline builds the judge for
+    HoVer's 2-way labels only, asks it about every SUPPORTS verdict (the threshold 0 and no entity
+    check leave all of them SUPPORTS), and a run's outcome counts its answers."""
+    pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed (pip install 'garag[llm]')")
+    pytest.importorskip("langchain_core", reason="langchain-core is not installed (pip install 'garag[llm]')")
+    config, _, claims, _, _ = run
+    cache, model = Path(config.paths.cache_dir), config.verifier.model
+    extra = ["verifier.llm_judge=two_way", "llm.model=smollm2-135m", "llm.n_ctx=2048"]
+    fever = VerificationPipeline(
+        _config(tiny_corpus, tiny_claims, cache, model, extra), progress=False
+    ).build()
+    assert fever.llm_judge is None and fever.llm_client is None  # 3-way data: no model is even loaded
+    rows = [
+        {"id": c.id, "claim": c.text, "label": "SUPPORTED" if c.label == "SUPPORTS" else "NOT_SUPPORTED",
+         "evidence": [list(s.to_json()) for s in (c.evidence[0] if c.evidence else ())]}
+        for c in claims
+    ]  # fmt: skip
+    hover = tmp_path / "hover.jsonl"
+    hover.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    extra += ["data.claim_format=hover", "verifier.two_way_threshold=0.0"]
+    judged = _config(tiny_corpus, hover, cache, model, extra)
+    pipe = VerificationPipeline(judged, progress=False).build()
+    assert pipe.llm_judge is not None and pipe.llm_client is not None
+    outcome = run_predictions(judged, tmp_path / "judged", pipeline=pipe, progress=False, batch_size=4)
+    records = records_from_file(outcome.predictions)
+    counts = pipe.llm_judge.counts
+    assert sum(counts.values()) == len(records) == len(claims)  # every verdict was SUPPORTS, so asked
+    said_no = [r for r in records if "the model said No" in r["explanation"]]
+    assert len(said_no) == counts["no"] and all(r["predicted_label"] != "SUPPORTS" for r in said_no)
+    assert sum(r["predicted_label"] == "SUPPORTS" for r in records) == counts["yes"] + counts["unusable"]
+    assert {k: outcome.llm[f"judge_{k}"] for k in counts} == counts
