@@ -447,7 +447,8 @@ class EmbeddingCache:
                 )
             rows = [(k, name, v.tobytes()) for (k, _), v in zip(batch, vecs, strict=True)]
             with self._sqlite_errors(), self.con:
-                self.con.executemany("INSERT OR REPLACE INTO vectors VALUES (?,?,?)", rows)
+                # columns named: a cache that a garag of commits ce95244-b73d332 made has a 4th, crc
+                self.con.executemany("INSERT OR REPLACE INTO vectors (key, dtype, vec) VALUES (?,?,?)", rows)
                 self.con.executemany(
                     "INSERT OR REPLACE INTO vector_crc VALUES (?,?,?)",
                     [(k, dtype, _row_crc(k, dtype, b)) for k, dtype, b in rows],

@@ -118,7 +118,9 @@ class ResponseCache:
     def put(self, key: str, model: str, reply: ChatReply) -> None:
         with self._sqlite_errors(), self._lock:
             self._db.execute(
-                "INSERT OR REPLACE INTO replies VALUES (?, ?, ?, ?, ?, ?)",
+                # columns named: a cache that a garag of commits ce95244-b73d332 made has a 7th, crc
+                "INSERT OR REPLACE INTO replies (key, model, text, prompt_tokens, completion_tokens, created)"
+                " VALUES (?, ?, ?, ?, ?, ?)",
                 (key, model, reply.text, reply.prompt_tokens, reply.completion_tokens, time.time()),
             )
             self._db.execute("INSERT OR REPLACE INTO reply_crc VALUES (?, ?)", (key, _reply_crc(key, reply)))

@@ -116,6 +116,25 @@ def test_a_damaged_cached_reply_is_a_miss_and_is_rewritten(tmp_path, caplog):
     cache.close()
 
 
+def test_a_reply_cache_with_the_crc_column_of_commits_ce95244_to_b73d332_is_read_and_written(tmp_path):
+    import sqlite3
+
+    path = tmp_path / "crc-column.sqlite"
+    con = sqlite3.connect(path)  # that garag kept each reply's checksum in a 7th column
+    con.execute(
+        "CREATE TABLE replies (key TEXT PRIMARY KEY, model TEXT, text TEXT,"
+        " prompt_tokens INTEGER, completion_tokens INTEGER, created REAL, crc INTEGER)"
+    )
+    con.execute("INSERT INTO replies VALUES ('k', 'm', 'its reply', 5, 2, 0.0, 12345)")
+    con.commit()
+    con.close()
+    cache = ResponseCache(path)
+    assert cache.get("k") == ChatReply("its reply", 5, 2)  # no checksum of this garag's: unchecked
+    cache.put("k2", "m", ChatReply("a new reply", 7, 1))  # was: "table replies has 7 columns"
+    assert cache.get("k2") == ChatReply("a new reply", 7, 1) and len(cache) == 2
+    cache.close()
+
+
 def test_an_older_reply_cache_is_read_and_a_broken_file_named(tmp_path):
     import sqlite3
 

@@ -240,6 +240,31 @@ def test_rows_of_an_older_cache_without_checksums_are_read(encoder: SentenceEnco
     cache.close()
 
 
+def test_a_cache_with_the_crc_column_of_commits_ce95244_to_b73d332_is_read_and_written(
+    encoder: SentenceEncoder, tmp_path: Path
+):
+    import sqlite3
+
+    path = tmp_path / f"embeddings-{encoder.identity}" / "embeddings.db"
+    path.parent.mkdir()
+    vecs = encoder.encode(TEXTS[:1]).astype(np.float16)
+    con = sqlite3.connect(path)  # that garag kept each vector's checksum in a 4th column
+    con.execute(
+        "CREATE TABLE vectors (key BLOB NOT NULL, dtype TEXT NOT NULL, vec BLOB NOT NULL, crc INTEGER, "
+        "PRIMARY KEY (key, dtype)) WITHOUT ROWID"
+    )
+    con.execute("INSERT INTO vectors VALUES (?,?,?,?)", (text_key(TEXTS[0]), "float16", vecs[0].tobytes(), 1))
+    con.commit()
+    con.close()
+    start = encoder.texts_encoded
+    cache = EmbeddingCache(encoder, tmp_path, dtype="float16")
+    got = cache.encode_cached(TEXTS)  # was: "table vectors has 4 columns but 3 values were supplied"
+    assert encoder.texts_encoded - start == len(TEXTS) - 1
+    np.testing.assert_allclose(got[:1], vecs.astype(np.float32), atol=1e-3)
+    assert cache.con.execute("SELECT COUNT(*) FROM vectors").fetchone()[0] == len(TEXTS)
+    cache.close()
+
+
 def test_an_unchecked_row_of_another_length_is_encoded_again(encoder: SentenceEncoder, tmp_path: Path):
     import sqlite3
 
