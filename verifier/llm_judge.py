@@ -8,10 +8,11 @@ withholds SUPPORTED (the verdict becomes the likelier of REFUTES and NOT ENOUGH 
 check does) and the explanation says so; "Yes" keeps the verdict.  A reply that starts with neither
 (or a call that fails or times out) keeps the verdict too, and is counted as unusable.
 
-Only SUPPORTS verdicts are asked, so the judge costs one short LLM call per claim at most.  Replies
-are cached like every LLM stage's (``llm/responses.sqlite``), so a rerun asks nothing again, except
-where a call timed out or failed: those are not cached, and a rerun asks again (and may decide
-otherwise).
+Only SUPPORTS verdicts are asked, so the judge costs one short LLM call per claim at most.  The
+prompts are decoded ``llm.batch`` at a time; one whose batch ran past ``llm.timeout_s`` or failed is
+asked again on its own.  Replies are cached like every LLM stage's (``llm/responses.sqlite``), so a
+rerun asks nothing again, except where a call still timed out or failed: those are not cached, and
+a rerun asks again (and may decide otherwise).
 
 Run hashes carry the judge prompt's sha256 and ``garag.config.models.LLM_JUDGE_VERSION`` whenever the
 judge is on: raise it with any change here that decides other verdicts from the same replies.
@@ -70,9 +71,13 @@ class LLMJudge:
             self.prompt.render(claim=" ".join(c.split()), evidence=evidence_lines(ev))
             for c, ev in zip(claims, evidence, strict=True)
         ]
-        replies = self.client.chat_text_many(
-            self.stage, requests, prompt_sha=self.prompt.sha256, max_tokens=MAX_TOKENS, max_lines=1
-        )
+        options = {"prompt_sha": self.prompt.sha256, "max_tokens": MAX_TOKENS, "max_lines": 1}
+        replies = list(self.client.chat_text_many(self.stage, requests, **options))
+        for i, reply in enumerate(replies):
+            # a batched group can run past llm.timeout_s on a busy machine (its prompts are read
+            # together): ask each such prompt again on its own, with the client's retries
+            if reply.value is None and reply.reason in ("timeout", "error"):
+                replies[i] = self.client.chat_text(self.stage, requests[i], **options)
         out = []
         for reply in replies:
             said = answer(reply.value if reply.value is not None else reply.raw)
