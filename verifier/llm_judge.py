@@ -75,7 +75,7 @@ class LLMJudge:
         replies = list(self.client.chat_text_many(self.stage, requests, **options))
         for i, reply in enumerate(replies):
             # a batched group can run past llm.timeout_s on a busy machine (its prompts are read
-            # together): ask each such prompt again on its own, with the client's retries
+            # together): ask each such prompt again on its own (a call with a timeout of its own)
             if reply.value is None and reply.reason in ("timeout", "error"):
                 replies[i] = self.client.chat_text(self.stage, requests[i], **options)
         out = []
