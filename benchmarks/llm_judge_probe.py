@@ -13,10 +13,10 @@ model's greedy answer, is close to t = 0.5).  Needs the ``llm`` extra and the as
         --model <cache>/llm-models/qwen2.5-coder-1.5b-instruct-q4.gguf --out probe.jsonl
 
 ``--checked``: a run of the same config with ``verifier.two_way_threshold=0``, whose SUPPORTS
-verdicts are the claims that pass the entity check.  Neither run may have the judge on, nor
-``reasoning.combine: and``.  Sentences are read from ``--corpus`` as it is (runs made with
-``--add``/``--remove`` edits are not for this script).  The output is resumable (claims already in
-``--out`` are kept).
+verdicts are the claims that pass the entity check.  Both runs are read and refused as
+``benchmarks/two_way_grid.py`` reads them (``load_run``: whole tune-part runs only, neither with the
+judge on nor ``reasoning.combine: and``), and the sentences come from the run's own sentence store.
+The output is resumable (claims already in ``--out`` are kept).
 """
 
 from __future__ import annotations
@@ -30,8 +30,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from benchmarks.two_way_grid import HOPS, load_run  # noqa: E402
 from garag.types import Evidence, SentenceId  # noqa: E402
-from garag.wiki import iter_pages  # noqa: E402
 from prompts import load_prompt  # noqa: E402
 from verifier.llm_judge import evidence_lines  # noqa: E402
 
@@ -44,23 +44,11 @@ def chatml(messages) -> str:  # noqa: ANN001 - ChatMessage list
     return turns + "<|im_start|>assistant\n"
 
 
-def sentence_texts(corpus: Path, wanted: dict[str, set[int]]) -> dict[tuple[str, int], str]:
-    out = {}
-    for page in iter_pages(corpus):
-        lines = wanted.get(page.id)
-        if lines:
-            for line in lines:
-                out[(page.id, line)] = page.lines[line] if line < len(page.lines) else ""
-    return out
-
-
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--run", required=True, help="a saved 2-way evaluate run (its predictions.jsonl)")
     ap.add_argument("--checked", required=True, help="the same config's run at two_way_threshold 0")
     ap.add_argument("--model", required=True, help="the GGUF file")
-    ap.add_argument("--corpus", default=str(REPO / "data" / "hover" / "wiki-pages"))
-    ap.add_argument("--claims", default=str(REPO / "data" / "hover" / "claims.jsonl"))
     ap.add_argument("--out", required=True)
     ap.add_argument("--threads", type=int, default=0)
     args = ap.parse_args()
@@ -68,28 +56,9 @@ def main() -> int:
     from llama_cpp import Llama, llama_get_logits_ith
     from sklearn.metrics import f1_score, roc_auc_score
 
-    for path, role in ((args.run, "--run"), (args.checked, "--checked")):
-        cfg = json.loads(Path(path, "run.json").read_text(encoding="utf-8"))["config"]
-        reasoning, verifier = cfg.get("reasoning", {}), cfg.get("verifier", {})
-        if reasoning.get("programs", "none") != "none" and reasoning.get("combine") == "and":
-            raise SystemExit(
-                f"{role} {path}: reasoning.combine is 'and'; the judge reads more than evidence_read"
-            )
-        if verifier.get("llm_judge", "never") != "never":
-            raise SystemExit(
-                f"{role} {path}: a run without verifier.llm_judge is needed (its labels are read)"
-            )
-    rows = [json.loads(line) for line in Path(args.run, "predictions.jsonl").open(encoding="utf-8")]
-    passed = {
-        r["id"]: r["predicted_label"] == "SUPPORTS"
-        for r in map(json.loads, Path(args.checked, "predictions.jsonl").open(encoding="utf-8"))
-    }
-    hops = {c["id"]: c.get("num_hops") for c in map(json.loads, open(args.claims, encoding="utf-8"))}
-    wanted: dict[str, set[int]] = {}
-    for r in rows:
-        for page, line in r["evidence_read"]:
-            wanted.setdefault(page, set()).add(line)
-    texts = sentence_texts(Path(args.corpus), wanted)
+    _, dataset, store, rows, _ = load_run(Path(args.run))
+    passed = {r["id"]: r["predicted_label"] == "SUPPORTS" for r in load_run(Path(args.checked))[3]}
+    hops = {c.id: str(c.num_hops) for c in dataset.claims()}
     out = Path(args.out)
     done = {}
     if out.is_file():
@@ -101,7 +70,8 @@ def main() -> int:
         for r in rows:
             if r["id"] in done:
                 continue
-            ev = [Evidence(SentenceId(p, n), texts.get((p, n), ""), 0.0) for p, n in r["evidence_read"]]
+            found = (store.get(SentenceId(p, int(n))) for p, n in r["evidence_read"])
+            ev = [Evidence(s.id, s.text) for s in found if s is not None]
             messages = prompt.render(claim=" ".join(r["claim"].split()), evidence=evidence_lines(ev))
             llm.reset()
             llm.eval(llm.tokenize(chatml(messages).encode(), add_bos=False, special=True))
@@ -120,7 +90,7 @@ def main() -> int:
     columns = " | ".join(f"check + P(Yes) >= {t}" for t in THRESHOLDS)
     print(f"| hops | n | AUC P(Yes) | AUC SUPPORTS score | {columns} |")
     print("|" + " --- |" * (4 + len(THRESHOLDS)))
-    for h in (2, 3, 4, None):
+    for h in (*HOPS, None):
         sel = [done[r["id"]] | {"pass": passed[r["id"]]} for r in rows if h is None or hops.get(r["id"]) == h]
         gold = [d["label"] == "SUPPORTED" for d in sel]
         f1s = []

@@ -29,6 +29,21 @@ def _config(tiny_corpus: Path, tiny_claims: Path, cache: Path, model: str = "", 
     ])  # fmt: skip
 
 
+def _as_hover(claims, path: Path) -> Path:
+    """The claims written as HoVer claims (SUPPORTED / NOT_SUPPORTED, their first evidence set)."""
+    rows = [
+        {
+            "id": c.id,
+            "claim": c.text,
+            "label": "SUPPORTED" if c.label == "SUPPORTS" else "NOT_SUPPORTED",
+            "evidence": [list(s.to_json()) for s in (c.evidence[0] if c.evidence else ())],
+        }
+        for c in claims
+    ]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
 @pytest.fixture(scope="module")
 def run(tiny_corpus: Path, tiny_claims: Path, train_on_fixture_premises, tmp_path_factory):
     cache = tmp_path_factory.mktemp("cache")
@@ -272,17 +287,7 @@ def test_entity_check_withholds_support_from_claims_naming_unread_entities(
 
     # HoVer's 2-way labels: "two_way" applies, after the SUPPORTS threshold (here 0: every verdict
     # SUPPORTS), so the threshold cannot make a withheld claim SUPPORTED again
-    rows = [
-        {
-            "id": c.id,
-            "claim": c.text,
-            "label": "SUPPORTED" if c.label == "SUPPORTS" else "NOT_SUPPORTED",
-            "evidence": [list(s.to_json()) for s in (c.evidence[0] if c.evidence else ())],
-        }
-        for c in every
-    ]
-    hover = tmp_path / "hover.jsonl"
-    hover.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    hover = _as_hover(every, tmp_path / "hover.jsonl")
     two_way_runs = []
     for mode in ("never", "two_way"):
         extra = ("data.claim_format=hover", "verifier.two_way_threshold=0.0", f"verifier.entity_check={mode}")
@@ -332,13 +337,7 @@ def test_the_llm_judge_runs_in_the_pipeline_on_two_way_data_only(run, tiny_corpu
         _config(tiny_corpus, tiny_claims, cache, model, extra), progress=False
     ).build()
     assert fever.llm_judge is None and fever.llm_client is None  # 3-way data: no model is even loaded
-    rows = [
-        {"id": c.id, "claim": c.text, "label": "SUPPORTED" if c.label == "SUPPORTS" else "NOT_SUPPORTED",
-         "evidence": [list(s.to_json()) for s in (c.evidence[0] if c.evidence else ())]}
-        for c in claims
-    ]  # fmt: skip
-    hover = tmp_path / "hover.jsonl"
-    hover.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    hover = _as_hover(claims, tmp_path / "hover.jsonl")
     extra += ["data.claim_format=hover", "verifier.two_way_threshold=0.0"]
     judged = _config(tiny_corpus, hover, cache, model, extra)
     pipe = VerificationPipeline(judged, progress=False).build()
