@@ -96,20 +96,25 @@ async function onVerify(ev) {
   if (!claim) return;
   const chosen = [...document.querySelectorAll("input.cfg:checked")].map((x) => x.value);
   const k = $("k").value ? Number($("k").value) : undefined;
-  const results = $("results");
-  results.replaceChildren(...chosen.map((name) => el("article", { class: "result pending", "data-config": name },
-    el("h2", { text: name }), el("p", { text: "verifying…" }))));
   $("verify-btn").disabled = true;
-  await Promise.all(chosen.map(async (name, i) => {
+  await verifyInto($("results"), chosen, claim, k);
+  $("verify-btn").disabled = false;
+}
+
+// One result per config in ``box``, each put in place as soon as it arrives: a result is in the page
+// before its graph is drawn (cytoscape fails on a container that is not), whatever the others do.
+async function verifyInto(box, names, claim, k) {
+  box.replaceChildren(...names.map((name) => el("article", { class: "result pending", "data-config": name },
+    el("h2", { text: name }), el("p", { text: "verifying…" }))));
+  await Promise.all(names.map(async (name, i) => {
     try {
       const r = await api("/v1/verify", { claim, config: name, k });
-      results.children[i].replaceWith(renderResult(r));
+      box.children[i].replaceWith(renderResult(r));
     } catch (e) {
-      results.children[i].replaceWith(el("article", { class: "result", "data-config": name },
+      box.children[i].replaceWith(el("article", { class: "result", "data-config": name },
         el("h2", { text: name }), el("p", { class: "error", text: e.message })));
     }
   }));
-  $("verify-btn").disabled = false;
 }
 
 function renderResult(r) {
@@ -329,10 +334,9 @@ async function openClaim(id) {
   const live = el("div", { class: "columns live" });
   const button = el("button", { type: "button", id: "reverify", onclick: async () => {
     button.disabled = true;
-    live.replaceChildren(...await Promise.all(state.configs.map(async (c) => {
-      try { return renderResult(await api("/v1/verify", { claim: d.claim.claim, config: c.name })); }
-      catch (e) { return el("p", { class: "error", text: `${c.name}: ${e.message}` }); }
-    })));
+    // (it rendered every result first and put them in the page together: a graph drawn before
+    // then had a detached container, "Cannot read properties of undefined (reading 'w')")
+    await verifyInto(live, state.configs.map((c) => c.name), d.claim.claim);
     button.disabled = false;
   } }, "Verify again with the loaded configs (draws their graphs)");
   const parts = [el("h2", {}, `Claim ${d.claim.id}: `, el("span", { class: "claim-text", text: d.claim.claim })),
