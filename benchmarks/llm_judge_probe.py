@@ -12,6 +12,9 @@ model's greedy answer, is close to t = 0.5).  Needs the ``llm`` extra and the as
     python benchmarks/llm_judge_probe.py --run RUN_DIR --checked RUN_DIR_AT_THRESHOLD_0 \\
         --model <cache>/llm-models/qwen2.5-coder-1.5b-instruct-q4.gguf --out probe.jsonl
 
+``--prompt-dir DIR`` reads ``DIR/judge.yaml`` instead (the variants tried are in
+``benchmarks/judge_prompts/``).
+
 ``--checked``: a run of the same config with ``verifier.two_way_threshold=0``, whose SUPPORTS
 verdicts are the claims that pass the entity check.  Both runs are read and refused as
 ``benchmarks/two_way_grid.py`` reads them (``load_run``: whole tune-part runs only, neither with the
@@ -51,6 +54,7 @@ def main() -> int:
     ap.add_argument("--model", required=True, help="the GGUF file")
     ap.add_argument("--out", required=True)
     ap.add_argument("--threads", type=int, default=0)
+    ap.add_argument("--prompt-dir", help="read judge.yaml from here instead of prompts/ (to compare prompts)")
     args = ap.parse_args()
     import numpy as np
     from llama_cpp import Llama, llama_get_logits_ith
@@ -63,7 +67,7 @@ def main() -> int:
     done = {}
     if out.is_file():
         done = {d["id"]: d for d in map(json.loads, out.open(encoding="utf-8"))}
-    prompt = load_prompt("judge")
+    prompt = load_prompt("judge", args.prompt_dir)
     llm = Llama(model_path=args.model, n_ctx=4096, n_threads=args.threads or None, verbose=False)
     token = {w: llm.tokenize(w.encode(), add_bos=False)[0] for w in ("Yes", "yes", "No", "no")}
     with out.open("a", encoding="utf-8") as f:
