@@ -66,7 +66,7 @@ class Dataset:
     def two_way(self) -> bool:
         """Whether the labels are 2-way (HoVer's SUPPORTED / NOT_SUPPORTED): what
         ``verifier.two_way_threshold``, ``verifier.entity_check: two_way`` and
-        ``verifier.llm_judge`` act on."""
+        ``verifier.llm_judge: two_way`` act on."""
         return len(self.labels) == 2
 
     def default_split_path(self) -> Path:

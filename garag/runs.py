@@ -30,15 +30,16 @@ def run_config_hash(config: Config, *, two_way: bool) -> str:
 
     ``eval`` and ``paths`` never count.  Nor, on 3-way data (``two_way`` False: FEVER), do the
     settings that act on 2-way labels only (``verifier.two_way_threshold`` and
-    ``verifier.entity_check: two_way``, ``verifier.llm_judge``): tuning them on HoVer leaves saved
-    FEVER predictions valid.
+    ``verifier.entity_check: two_way``, ``verifier.llm_judge: two_way``): tuning them on HoVer leaves
+    saved FEVER predictions valid.
     """
     if not two_way:
         verifier = config.verifier
         update: dict = {"two_way_threshold": None}
         if verifier.entity_check == "two_way":
             update["entity_check"] = "never"
-        update["llm_judge"] = "never"  # 2-way verdicts only
+        if verifier.llm_judge == "two_way":
+            update["llm_judge"] = "never"
         config = config.model_copy(update={"verifier": verifier.replace(**update)})
     return settings_hash(config.hash_dict() | {"eval": None, "paths": None})
 

@@ -98,7 +98,7 @@ class VerificationPipeline:
         self.programmer = None
         self.answerer = None  # reasoning.answer_from: entity (pipeline.reasoning.EntityAnswerer), made on use
         self.entity_check = None  # verifier.entity_check (verifier.entity_check.EntityCheck)
-        self.llm_judge = None  # verifier.llm_judge on 2-way data (verifier.llm_judge.LLMJudge)
+        self.llm_judge = None  # verifier.llm_judge where it applies (verifier.llm_judge.LLMJudge)
 
     @property
     def dataset(self) -> Dataset:
@@ -126,7 +126,8 @@ class VerificationPipeline:
                 nli, NLIVerifier(second.verifier, self.mix_model_path).load(), cfg.verifier.mix_weight
             )
         self.verifier = nli
-        judges = cfg.verifier.llm_judge == "two_way" and self.dataset.two_way
+        judge = cfg.verifier.llm_judge
+        judges = judge == "always" or (judge == "two_way" and self.dataset.two_way)
         uses_llm = (
             cfg.pipeline.verifier == "llm"
             or cfg.decomposition.method == "llm"
@@ -301,9 +302,10 @@ def decide(
     check = settings.entity_check
     if entity_check is not None and (check == "always" or (check == "two_way" and two_way_data)):
         out = entity_check.apply(claims, checked, out)
-    if settings.llm_judge == "two_way" and two_way_data:
+    asked = settings.llm_judge
+    if asked == "always" or (asked == "two_way" and two_way_data):
         if judge is None:
-            raise ValueError("verifier.llm_judge is two_way on 2-way data, but no LLM judge was given")
+            raise ValueError(f"verifier.llm_judge is {asked} on this data, but no LLM judge was given")
         out = judge.apply(claims, checked, out)
     return out
 

@@ -1,7 +1,8 @@
 """The LLM judge: a chat model's Yes or No on whether the sentences read support the whole claim.
 
-Where ``verifier.llm_judge`` applies (``two_way``: HoVer's 2-way verdicts), every claim that the
-verifier, the 2-way threshold and the entity check would still call SUPPORTED is shown to the
+Where ``verifier.llm_judge`` applies (``two_way``: HoVer's 2-way verdicts; ``always``: FEVER's 3-way
+ones too), every claim that the verifier, the 2-way threshold and the entity check would still call
+SUPPORTED is shown to the
 configured chat model (``llm``; the local Qwen2.5-Coder-1.5B by default) with the sentences its
 verdict rests on, in the zero-shot prompt ``prompts/judge.yaml``.  A reply whose first word is "No"
 withholds SUPPORTED (the verdict becomes the likelier of REFUTES and NOT ENOUGH INFO, as the entity

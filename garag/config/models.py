@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import ClassVar, Literal
 
-from pydantic import Field, StrictStr, ValidationInfo, field_validator, model_validator
+from pydantic import Field, StrictStr, field_validator, model_validator
 
 from garag.config.base import Bool, ConfigError, Float, Int, Section, Str, StrMap
 
@@ -60,7 +60,8 @@ class VerifierConfig(Section):
         llm_judge: "two_way": on 2-way datasets (HoVer), ask the chat model of the ``llm`` section
             whether the sentences read support every part of each claim still called SUPPORTED
             after the threshold and the entity check, and withhold SUPPORTED where it says No
-            (verifier/llm_judge.py, prompts/judge.yaml); "never" (the default) asks nothing.
+            (verifier/llm_judge.py, prompts/judge.yaml); "always": on FEVER's 3-way verdicts too;
+            "never" (the default) asks nothing.
     """
 
     section: ClassVar[str] = "verifier"
@@ -88,7 +89,7 @@ class VerifierConfig(Section):
     mix_weight: Float = Field(0.0, ge=0, le=1)
     mix_train: dict[StrictStr, object] = Field(default_factory=dict)
     mix_model: Str = ""
-    llm_judge: Literal["never", "two_way"] = "never"
+    llm_judge: Literal["never", "two_way", "always"] = "never"
 
     def hash_dump(self) -> dict:
         """:meth:`Section.hash_dump` with the entity check's rules when the check is on, and the
@@ -105,13 +106,11 @@ class VerifierConfig(Section):
 
     @field_validator("entity_check", "llm_judge", mode="before")
     @classmethod
-    def _switch_words(cls, value: object, info: ValidationInfo) -> object:
+    def _switch_words(cls, value: object) -> object:
         # YAML reads off / no / false as False and on / yes / true as True.
         if value is False:
             return "never"
         if value is True:
-            if info.field_name == "llm_judge":
-                raise ValueError("say two_way (HoVer's 2-way verdicts) or never")
             raise ValueError("say two_way (HoVer's 2-way verdicts only) or always (FEVER's 3-way ones too)")
         return value
 

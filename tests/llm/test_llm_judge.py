@@ -25,8 +25,8 @@ EVIDENCE = [
 SCORES = {Label.SUPPORTS: 0.6, Label.REFUTES: 0.3, Label.NOT_ENOUGH_INFO: 0.1}
 
 
-def _verdict(label: Label = Label.SUPPORTS) -> Verdict:
-    return Verdict(label, f"{label.value}.", (SentenceId("Abbey_Road", 0),), dict(SCORES))
+def _verdict(label: Label = Label.SUPPORTS, scores: dict | None = None) -> Verdict:
+    return Verdict(label, f"{label.value}.", (SentenceId("Abbey_Road", 0),), dict(scores or SCORES))
 
 
 class ScriptedClient:
@@ -133,7 +133,28 @@ def test_decide_runs_the_judge_after_the_check_on_two_way_data_only():
         decide([_verdict()], ["c"], [EVIDENCE], settings, None, two_way_data=True)
 
 
-def test_the_judge_names_hover_runs_only_and_its_prompt_is_in_the_hash():
+def test_decide_runs_the_judge_on_three_way_data_when_always():
+    _needs_langchain()
+    settings = load_config(overrides=["verifier.llm_judge=always"]).verifier
+    client = ScriptedClient([Structured("No", "No"), Structured("Yes", "Yes")])
+    judge = LLMJudge(client)
+    nei_likelier = _verdict(scores={Label.SUPPORTS: 0.5, Label.REFUTES: 0.1, Label.NOT_ENOUGH_INFO: 0.4})
+    fever = decide(
+        [nei_likelier, _verdict()],
+        ["c", "d"],
+        [EVIDENCE] * 2,
+        settings,
+        None,
+        two_way_data=False,
+        judge=judge,
+    )
+    assert [v.label for v in fever] == [Label.NOT_ENOUGH_INFO, Label.SUPPORTS] and len(client.asked) == 2
+    assert "the model said No" in fever[0].explanation
+    with pytest.raises(ValueError, match="always on this data, but no LLM judge"):
+        decide([_verdict()], ["c"], [EVIDENCE], settings, None, two_way_data=False)
+
+
+def test_the_judge_names_hover_runs_only_unless_always_and_its_prompt_is_in_the_hash():
     plain = load_config("configs/baseline-joint.yaml")
     judged = load_config("configs/baseline-joint.yaml", ["verifier.llm_judge=two_way"])
     assert run_config_hash(judged, two_way=False) == run_config_hash(plain, two_way=False)
@@ -141,8 +162,11 @@ def test_the_judge_names_hover_runs_only_and_its_prompt_is_in_the_hash():
     assert len(judged.verifier.hash_dump()["llm_judge_prompt"]) == 64
     assert judged.verifier.hash_dump()["llm_judge_version"] == LLM_JUDGE_VERSION
     assert not {"llm_judge", "llm_judge_prompt"} & plain.verifier.hash_dump().keys()
+    always = load_config("configs/baseline-joint.yaml", ["verifier.llm_judge=always"])
+    assert run_config_hash(always, two_way=False) != run_config_hash(plain, two_way=False)  # FEVER too
+    assert run_config_hash(always, two_way=True) != run_config_hash(judged, two_way=True)
     assert load_config(overrides=["verifier.llm_judge=off"]).verifier.llm_judge == "never"
-    with pytest.raises(ConfigError, match=r"verifier\.llm_judge: say two_way .* or never"):
+    with pytest.raises(ConfigError, match=r"verifier\.llm_judge: say two_way .* or always"):
         load_config(overrides=["verifier.llm_judge=on"])
 
 

@@ -326,8 +326,9 @@ def test_a_mixed_verifier_runs_in_the_pipeline_and_names_its_second_model(
 @pytest.mark.llm
 def test_the_llm_judge_runs_in_the_pipeline_on_two_way_data_only(run, tiny_corpus, tiny_claims, tmp_path):
     """``verifier.llm_judge: two_way`` with the real SmolLM2-135M: the pipeline builds the judge for
-    HoVer's 2-way labels only, asks it about every SUPPORTS verdict (the threshold 0 and no entity
-    check leave all of them SUPPORTS), and a run's outcome counts its answers."""
+    HoVer's 2-way labels only (FEVER's too with ``always``), asks it about every SUPPORTS verdict
+    (the threshold 0 and no entity check leave all of them SUPPORTS), and a run's outcome counts its
+    answers."""
     pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed (pip install 'garag[llm]')")
     pytest.importorskip("langchain_core", reason="langchain-core is not installed (pip install 'garag[llm]')")
     config, _, claims, _, _ = run
@@ -337,6 +338,14 @@ def test_the_llm_judge_runs_in_the_pipeline_on_two_way_data_only(run, tiny_corpu
         _config(tiny_corpus, tiny_claims, cache, model, extra), progress=False
     ).build()
     assert fever.llm_judge is None and fever.llm_client is None  # 3-way data: no model is even loaded
+    always = _config(tiny_corpus, tiny_claims, cache, model, [*extra[1:], "verifier.llm_judge=always"])
+    pipe = VerificationPipeline(always, progress=False).build()
+    assert pipe.llm_judge is not None  # "always": FEVER's 3-way verdicts are judged too
+    outcome = run_predictions(always, tmp_path / "fever", pipeline=pipe, progress=False, batch_size=4)
+    records = records_from_file(outcome.predictions)
+    said_no = [r for r in records if "the model said No" in r["explanation"]]
+    assert len(said_no) == pipe.llm_judge.counts["no"] and sum(pipe.llm_judge.counts.values()) >= 1
+    assert all(r["predicted_label"] in ("REFUTES", "NOT ENOUGH INFO") for r in said_no)
     hover = _as_hover(claims, tmp_path / "hover.jsonl")
     extra += ["data.claim_format=hover", "verifier.two_way_threshold=0.0"]
     judged = _config(tiny_corpus, hover, cache, model, extra)
