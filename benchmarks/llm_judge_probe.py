@@ -19,7 +19,8 @@ model's greedy answer, is close to t = 0.5).  Needs the ``llm`` extra and the as
 verdicts are the claims that pass the entity check.  Both runs are read and refused as
 ``benchmarks/two_way_grid.py`` reads them (``load_run``: whole tune-part runs only, neither with the
 judge on nor ``reasoning.combine: and``), and the sentences come from the run's own sentence store.
-The output is resumable (claims already in ``--out`` are kept).
+The output is resumable (claims already in ``--out`` are kept; an ``--out`` written with another
+prompt file is refused).
 """
 
 from __future__ import annotations
@@ -64,10 +65,13 @@ def main() -> int:
     passed = {r["id"]: r["predicted_label"] == "SUPPORTS" for r in load_run(Path(args.checked))[3]}
     hops = {c.id: str(c.num_hops) for c in dataset.claims()}
     out = Path(args.out)
+    prompt = load_prompt("judge", args.prompt_dir)
     done = {}
     if out.is_file():
         done = {d["id"]: d for d in map(json.loads, out.open(encoding="utf-8"))}
-    prompt = load_prompt("judge", args.prompt_dir)
+        other = {d.get("prompt_sha256") for d in done.values()} - {prompt.sha256}
+        if other:  # resuming with another prompt would mix two prompts' answers in one table
+            raise SystemExit(f"{out}: written with another judge prompt (or before prompts were recorded)")
     llm = Llama(model_path=args.model, n_ctx=4096, n_threads=args.threads or None, verbose=False)
     token = {w: llm.tokenize(w.encode(), add_bos=False)[0] for w in ("Yes", "yes", "No", "no")}
     with out.open("a", encoding="utf-8") as f:
@@ -87,6 +91,7 @@ def main() -> int:
                 "p_yes": (p["Yes"] + p["yes"]) / sum(p.values()),
                 "label": r["label"],
                 "supports": r["scores"]["SUPPORTS"],
+                "prompt_sha256": prompt.sha256,
             }
             done[d["id"]] = d
             f.write(json.dumps(d) + "\n")

@@ -2,12 +2,12 @@
 
 Where ``verifier.llm_judge`` applies (``two_way``: HoVer's 2-way verdicts; ``always``: FEVER's 3-way
 ones too), every claim that the verifier, the 2-way threshold and the entity check would still call
-SUPPORTED is shown to the
-configured chat model (``llm``; the local Qwen2.5-Coder-1.5B by default) with the sentences its
-verdict rests on, in the zero-shot prompt ``prompts/judge.yaml``.  A reply whose first word is "No"
-withholds SUPPORTED (the verdict becomes the likelier of REFUTES and NOT ENOUGH INFO, as the entity
-check does) and the explanation says so; "Yes" keeps the verdict.  A reply that starts with neither
-(or a call that fails or times out) keeps the verdict too, and is counted as unusable.
+SUPPORTED is shown to the configured chat model (``llm``; the local Qwen2.5-Coder-1.5B by default)
+with the sentences its verdict rests on, in the zero-shot prompt ``prompts/judge.yaml``.  A reply
+whose first word is "No" withholds SUPPORTED (the verdict becomes the likelier of REFUTES and NOT
+ENOUGH INFO, as the entity check does) and the explanation says so; "Yes" keeps the verdict.  A
+reply that starts with neither (or a call that fails or times out) keeps the verdict too, and is
+counted as unusable.
 
 Only SUPPORTS verdicts are asked, so the judge costs one short LLM call per claim at most.  The
 prompts are decoded ``llm.batch`` at a time; one whose batch ran past ``llm.timeout_s`` or failed is

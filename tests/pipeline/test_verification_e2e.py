@@ -324,28 +324,39 @@ def test_a_mixed_verifier_runs_in_the_pipeline_and_names_its_second_model(
 
 
 @pytest.mark.llm
-def test_the_llm_judge_runs_in_the_pipeline_on_two_way_data_only(run, tiny_corpus, tiny_claims, tmp_path):
-    """``verifier.llm_judge: two_way`` with the real SmolLM2-135M: the pipeline builds the judge for
-    HoVer's 2-way labels only (FEVER's too with ``always``), asks it about every SUPPORTS verdict
-    (the threshold 0 and no entity check leave all of them SUPPORTS), and a run's outcome counts its
+def test_the_llm_judge_runs_in_the_pipeline_where_its_setting_applies(
+    run, tiny_corpus, tiny_claims, tmp_path
+):
+    """The LLM judge with the real SmolLM2-135M: ``two_way`` builds it for HoVer's 2-way labels only,
+    ``always`` for FEVER's 3-way ones too; it is asked about every SUPPORTS verdict (on HoVer the
+    threshold 0 and no entity check leave all of them SUPPORTS), and a run's outcome counts its
     answers."""
     pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed (pip install 'garag[llm]')")
     pytest.importorskip("langchain_core", reason="langchain-core is not installed (pip install 'garag[llm]')")
     config, _, claims, _, _ = run
     cache, model = Path(config.paths.cache_dir), config.verifier.model
-    extra = ["verifier.llm_judge=two_way", "llm.model=smollm2-135m", "llm.n_ctx=2048"]
+    llm = ["llm.model=smollm2-135m", "llm.n_ctx=2048"]
+    extra = ["verifier.llm_judge=two_way", *llm]
     fever = VerificationPipeline(
         _config(tiny_corpus, tiny_claims, cache, model, extra), progress=False
     ).build()
     assert fever.llm_judge is None and fever.llm_client is None  # 3-way data: no model is even loaded
-    always = _config(tiny_corpus, tiny_claims, cache, model, [*extra[1:], "verifier.llm_judge=always"])
+    plain = _config(tiny_corpus, tiny_claims, cache, model, [])
+    unjudged = records_from_file(run_predictions(plain, tmp_path / "plain", progress=False).predictions)
+    supports = sum(r["predicted_label"] == "SUPPORTS" for r in unjudged)
+    assert supports >= 1
+    always = _config(tiny_corpus, tiny_claims, cache, model, ["verifier.llm_judge=always", *llm])
     pipe = VerificationPipeline(always, progress=False).build()
     assert pipe.llm_judge is not None  # "always": FEVER's 3-way verdicts are judged too
     outcome = run_predictions(always, tmp_path / "fever", pipeline=pipe, progress=False, batch_size=4)
     records = records_from_file(outcome.predictions)
+    counts = pipe.llm_judge.counts
+    assert sum(counts.values()) == supports  # every SUPPORTS verdict asked, no other
     said_no = [r for r in records if "the model said No" in r["explanation"]]
-    assert len(said_no) == pipe.llm_judge.counts["no"] and sum(pipe.llm_judge.counts.values()) >= 1
+    assert len(said_no) == counts["no"]
     assert all(r["predicted_label"] in ("REFUTES", "NOT ENOUGH INFO") for r in said_no)
+    assert sum(r["predicted_label"] == "SUPPORTS" for r in records) == counts["yes"] + counts["unusable"]
+    assert {k: outcome.llm[f"judge_{k}"] for k in counts} == counts
     hover = _as_hover(claims, tmp_path / "hover.jsonl")
     extra += ["data.claim_format=hover", "verifier.two_way_threshold=0.0"]
     judged = _config(tiny_corpus, hover, cache, model, extra)
