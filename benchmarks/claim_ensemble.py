@@ -44,7 +44,7 @@ def load(run_dir: Path, part: str) -> tuple:
         raise SystemExit(f"{run_dir}: dataset {dataset.name!r} is 2-way; this mix is for 3-way verdicts")
     for key, value in (("llm_judge", cfg.verifier.llm_judge), ("entity_check", cfg.verifier.entity_check)):
         if value == "always":  # they change labels, not scores: a mix of the scores would undo them
-            raise SystemExit(f"{run_dir}/run.json: verifier.{key} is 'always'; this mix reads runs without")
+            raise SystemExit(f"{run_dir}/run.json: verifier.{key} is 'always', which this mix would undo")
     records = {r["id"]: r for r in records_from_file(run_dir / "predictions.jsonl")}
     return cfg, dataset, records
 
