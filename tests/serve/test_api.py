@@ -46,6 +46,7 @@ def test_health_ready_configs_and_openapi(client: TestClient):
     assert configs["max_batch"] == 4
     assert {c["name"]: c["mode"] for c in configs["configs"]} == {
         "baseline": "baseline", "graph": "graph", "programs": "baseline"}  # fmt: skip
+    assert {c["llm_judge"] for c in configs["configs"]} == {"never"}
     paths = client.get("/openapi.json").json()["paths"]
     for p in ("/v1/verify", "/v1/verify/batch", "/v1/runs", "/v1/runs/{run_id}", "/v1/runs/{run_id}/claims",
               "/v1/health", "/v1/ready"):  # fmt: skip
@@ -450,3 +451,17 @@ def test_serve_command_refuses_unsafe_or_bad_arguments_in_one_line(args, message
     assert main(["serve", *args]) == 2
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_configs_name_each_configs_llm_judge(tmp_path, world):
+    """/v1/configs says which served config asks the LLM judge (read before anything is loaded)."""
+    from garag.app.serve.service import ServeSettings
+
+    paths = []
+    for name, judge in (("plain", "never"), ("judged", "always"), ("hover_only", "two_way")):
+        paths.append(tmp_path / f"{name}.yaml")
+        paths[-1].write_text(f"verifier:\n  llm_judge: {judge}\n", encoding="utf-8")
+    settings = ServeSettings(max_batch=1, micro_batch=1, max_wait=0.01, results_dir=world.results, timeout=5)
+    described = Service(load_configs(paths), settings).describe()
+    assert {c["name"]: c["llm_judge"] for c in described} == {
+        "plain": "never", "judged": "always", "hover_only": "two_way"}  # fmt: skip

@@ -103,6 +103,7 @@ class ConfigOut(BaseModel):
     name: str
     mode: str
     verifier: str
+    llm_judge: str = "never"
     retrievers: list[str]
     top_k: int
     dataset: str

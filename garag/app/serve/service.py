@@ -243,6 +243,7 @@ class Service:
                 "name": s.name,
                 "mode": s.config.pipeline.mode,
                 "verifier": s.config.pipeline.verifier,
+                "llm_judge": s.config.verifier.llm_judge,  # never / two_way (2-way data) / always
                 "retrievers": list(s.config.retrieval.retrievers),
                 "top_k": s.top_k,  # not the config's, which a batch in flight may have changed
                 "dataset": s.config.data.dataset,

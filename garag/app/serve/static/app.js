@@ -78,7 +78,7 @@ async function loadConfigs() {
     for (const c of data.configs) {
       const id = "cfg-" + c.name;
       box.append(
-        el("label", { title: `${c.mode} mode, ${c.verifier} verifier, ${c.retrievers.join(" + ")}` },
+        el("label", { title: `${c.mode} mode, ${c.verifier} verifier${c.llm_judge !== "never" ? ` + LLM judge (${c.llm_judge})` : ""}, ${c.retrievers.join(" + ")}` },
           el("input", { type: "checkbox", id, value: c.name, checked: true, class: "cfg" }),
           ` ${c.name} `, el("small", { text: `(${c.mode})` }))
       );
