@@ -36,10 +36,9 @@ def run_config_hash(config: Config, *, two_way: bool) -> str:
     if not two_way:
         verifier = config.verifier
         update: dict = {"two_way_threshold": None}
-        if verifier.entity_check == "two_way":
-            update["entity_check"] = "never"
-        if verifier.llm_judge == "two_way":
-            update["llm_judge"] = "never"
+        for switch in ("entity_check", "llm_judge"):
+            if getattr(verifier, switch) == "two_way":
+                update[switch] = "never"
         config = config.model_copy(update={"verifier": verifier.replace(**update)})
     return settings_hash(config.hash_dict() | {"eval": None, "paths": None})
 

@@ -126,8 +126,7 @@ class VerificationPipeline:
                 nli, NLIVerifier(second.verifier, self.mix_model_path).load(), cfg.verifier.mix_weight
             )
         self.verifier = nli
-        judge = cfg.verifier.llm_judge
-        judges = judge == "always" or (judge == "two_way" and self.dataset.two_way)
+        judges = applies(cfg.verifier.llm_judge, two_way_data=self.dataset.two_way)
         uses_llm = (
             cfg.pipeline.verifier == "llm"
             or cfg.decomposition.method == "llm"
@@ -299,15 +298,20 @@ def decide(
     out = list(verdicts)
     if settings.two_way_threshold is not None and two_way_data:
         out = [two_way(v, settings.two_way_threshold) for v in out]
-    check = settings.entity_check
-    if entity_check is not None and (check == "always" or (check == "two_way" and two_way_data)):
+    if entity_check is not None and applies(settings.entity_check, two_way_data=two_way_data):
         out = entity_check.apply(claims, checked, out)
-    asked = settings.llm_judge
-    if asked == "always" or (asked == "two_way" and two_way_data):
+    if applies(settings.llm_judge, two_way_data=two_way_data):
         if judge is None:
+            asked = settings.llm_judge
             raise ValueError(f"verifier.llm_judge is {asked} on this data, but no LLM judge was given")
         out = judge.apply(claims, checked, out)
     return out
+
+
+def applies(switch: str, *, two_way_data: bool) -> bool:
+    """Whether a never / two_way / always setting (``verifier.entity_check``, ``verifier.llm_judge``)
+    acts on this data: ``two_way`` on 2-way labels only, ``always`` on any."""
+    return switch == "always" or (switch == "two_way" and two_way_data)
 
 
 def two_way(verdict: Verdict, threshold: float) -> Verdict:
