@@ -97,7 +97,7 @@ class VerificationPipeline:
         self.llm_client = None
         self.programmer = None
         self.answerer = None  # reasoning.answer_from: entity (pipeline.reasoning.EntityAnswerer), made on use
-        self.entity_check = None  # verifier.entity_check (verifier.entity_check.EntityCheck)
+        self.entity_check = None  # verifier.entity_check where it applies (verifier.entity_check.EntityCheck)
         self.llm_judge = None  # verifier.llm_judge where it applies (verifier.llm_judge.LLMJudge)
 
     @property
@@ -143,7 +143,7 @@ class VerificationPipeline:
 
             self.verifier = LLMVerifier(self.llm_client, fallback=nli, max_evidence=cfg.linearize.max_facts)
         self.decomposer = make_decomposer(cfg, self.llm_client)
-        if cfg.verifier.entity_check != "never":
+        if applies(cfg.verifier.entity_check, two_way_data=self.dataset.two_way):
             from verifier.entity_check import EntityCheck
 
             self.entity_check = EntityCheck(cfg.decomposition.spacy_model).load()

@@ -260,14 +260,15 @@ def test_entity_check_withholds_support_from_claims_naming_unread_entities(
     )
     every: list[Claim] = list(read_fever_claims(path))
     cache, model = Path(config.paths.cache_dir), config.verifier.model
-    off, on, two_way = (
-        VerificationPipeline(
+    pipes = {
+        mode: VerificationPipeline(
             _config(tiny_corpus, path, cache, model, (f"verifier.entity_check={mode}",)), progress=False
-        )
-        .build()
-        .run(every)
+        ).build()
         for mode in ("never", "always", "two_way")
-    )
+    }
+    assert pipes["always"].entity_check is not None
+    assert pipes["two_way"].entity_check is None  # 3-way data: the check (and spaCy) is not even loaded
+    off, on, two_way = (pipes[mode].run(every) for mode in ("never", "always", "two_way"))
     assert [r.verdict for r in two_way] == [r.verdict for r in off]
     for a, b in zip(off, on, strict=True):
         if a.verdict.label is not Label.SUPPORTS:
@@ -293,6 +294,7 @@ def test_entity_check_withholds_support_from_claims_naming_unread_entities(
         extra = ("data.claim_format=hover", "verifier.two_way_threshold=0.0", f"verifier.entity_check={mode}")
         pipe = VerificationPipeline(_config(tiny_corpus, hover, cache, model, extra), progress=False).build()
         assert pipe.dataset.labels == ("SUPPORTED", "NOT_SUPPORTED")
+        assert (pipe.entity_check is not None) is (mode == "two_way")
         two_way_runs.append({r.claim.id: r.verdict for r in pipe.run(list(pipe.dataset.claims()))})
     plain, checked = two_way_runs
     assert {v.label for v in plain.values()} == {Label.SUPPORTS}
