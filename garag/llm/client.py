@@ -286,7 +286,10 @@ class LLMClient:
         """``chat_text`` for many prompts, in input order: the ones the cache lacks are decoded
         ``llm.batch`` at a time where the backend batches (llama.cpp), each group cached when it is
         done, else asked one by one (or on ``llm.concurrency`` threads).  A group that fails is
-        asked again one by one, with ``chat_text``'s retries."""
+        asked again one by one, with ``chat_text``'s retries, and so is each prompt of a group
+        whose reply the group's deadline cut off (``llm.timeout_s`` counts from the start of the
+        group, which on a slow machine eight long prompts can outrun together): alone, it gets the
+        whole ``llm.timeout_s`` a prompt asked alone gets, and falls back only if it runs past that."""
         if self.chat is None:
             self.load()
         if not getattr(self.chat, "batches", False) or len(requests) < 2:
@@ -321,15 +324,23 @@ class LLMClient:
                 for i, r in zip(group, again, strict=True):
                     results[i] = r
                 continue
-            self.stats.add(stage, requests=len(group), calls=len(group))
+            late = [i for i, reply in zip(group, replies, strict=True) if isinstance(reply, LLMTimeoutError)]
+            self.stats.add(stage, requests=len(group) - len(late), calls=len(group), timeouts=len(late))
             for i, reply in zip(group, replies, strict=True):
-                if isinstance(reply, LLMTimeoutError):
-                    self.stats.add(stage, timeouts=1)
-                    logger.warning("%s: %s; falling back", stage, reply)
-                    results[i] = self._fallback(stage, "", "timeout")
-                else:
+                if not isinstance(reply, LLMTimeoutError):
                     self._store(stage, keys[i], reply, max_lines)
                     results[i] = self._text_result(stage, reply, max_tokens, max_lines)
+            if late:
+                logger.warning(
+                    "%s: %d of a group of %d ran past its %gs; asking them again one by one",
+                    stage,
+                    len(late),
+                    len(group),
+                    self.config.timeout_s,
+                )
+                again = self._text_each(stage, [requests[i] for i in late], prompt_sha, max_tokens, max_lines)
+                for i, r in zip(late, again, strict=True):
+                    results[i] = r
         return [r for r in results if r is not None]
 
     def _text_each(

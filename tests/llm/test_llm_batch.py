@@ -139,6 +139,40 @@ def test_client_decodes_what_its_cache_lacks_together(backend, tmp_path):
     assert client.stats.stage("t").calls == 5
 
 
+class _GroupDeadlineZero:
+    """The real backend, except that a batched group gets no time at all (its deadline 0 s): a
+    stand-in for a slow machine where a group of long prompts outruns ``llm.timeout_s``
+    together; prompts asked alone get the configured timeout."""
+
+    def __init__(self, real):
+        self.real = real
+        self.groups = 0
+
+    def __getattr__(self, name):
+        return getattr(self.real, name)
+
+    def complete_many(self, requests, timeout_s, max_tokens=None, max_lines=None):
+        self.groups += 1
+        return self.real.complete_many(requests, 0.0, max_tokens, max_lines)
+
+
+def test_prompts_a_group_deadline_cut_off_are_asked_again_alone(backend, tmp_path):
+    slow = _GroupDeadlineZero(backend)
+    client = LLMClient(_config(), tmp_path / "a", chat=slow, stats=LLMStats()).load()
+    msgs = [[ChatMessage("system", SYSTEM), ChatMessage("user", q)] for q in QUESTIONS[1:4]]
+    got = client.chat_text_many("t", msgs, max_tokens=40)
+    assert slow.groups == 1  # one group of 3, every reply cut off by its deadline
+    st = client.stats.stage("t")
+    assert st.timeouts == 3 and st.requests == 3 and st.calls == 6  # 3 in the group, then 3 alone
+    # each reply is the one the prompt gets asked alone, not a timeout's fallback
+    alone = LLMClient(_config(), tmp_path / "b", chat=backend, stats=LLMStats()).load()
+    assert got == [alone.chat_text("t", m, max_tokens=40) for m in msgs]
+    assert all(g.reason != "timeout" for g in got) and any(g.value for g in got)
+    assert st.fallbacks == alone.stats.stage("t").fallbacks  # only what asking alone also gives
+    # the replies asked again alone were cached: a second ask makes no call
+    assert client.chat_text_many("t", msgs, max_tokens=40) == got and client.stats.stage("t").calls == 6
+
+
 def test_batching_is_off_for_sampling_and_for_batch_1(tmp_path):
     from garag.llm.backends import llama_cpp_chat
 
