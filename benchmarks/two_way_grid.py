@@ -20,6 +20,14 @@ Several runs of one config (``--run NAME=DIR1,DIR2,...``: verifiers of one recip
 different seeds) are averaged: each threshold's row is the mean of the runs' rows and the pick
 maximises the mean macro-F1, a threshold for the recipe rather than for one trained model.
 
+With the LLM judge (``--judged NAME=DIR``): DIR is a tune run of the same claims with
+``verifier.llm_judge: two_way`` and ``verifier.two_way_threshold: 0``.  The judge comes after the
+threshold and the entity check and reads only the claim and the sentences read, so at threshold 0
+it was asked about every claim that any threshold of the grid calls SUPPORTED, and its answers hold
+for every run of NAME that read the same sentences (checked claim by claim): a claim it said No to
+is NOT_SUPPORTED at every threshold.  Its labels on the other claims must equal the re-decision at
+0, SUPPORTED or not (checked).
+
 Usage::
 
     garag evaluate --dataset hover --part tune --config configs/graph.yaml --out RUN_DIR
@@ -107,7 +115,35 @@ def row(dataset, records: list[dict]) -> dict:
     }
 
 
-def grid(run_dir: Path) -> dict:
+JUDGE_NO = "LLM judge: asked if the sentences read support all of the claim, the model said No."
+
+
+def load_judged(run_dir: Path) -> dict[str, dict]:
+    """A judged tune run at threshold 0: its records by claim id (see the module's text)."""
+    meta = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))
+    cfg = validate_config(meta["config"])
+    v = cfg.verifier
+    if cfg.data.part != "tune" or v.llm_judge != "two_way" or v.two_way_threshold != 0:
+        raise SystemExit(
+            f"{run_dir}/run.json: --judged needs a tune run with verifier.llm_judge two_way and "
+            f"two_way_threshold 0 (it has part {cfg.data.part!r}, {v.llm_judge!r}, {v.two_way_threshold})"
+        )
+    return {r["id"]: r for r in records_from_file(run_dir / "predictions.jsonl")}
+
+
+def apply_judged(records: list[dict], judged: dict[str, dict]) -> list[dict]:
+    """The records with NOT_SUPPORTED where the judge said No: the likelier of REFUTES and NOT
+    ENOUGH INFO by the record's own scores, as the pipeline's judge decides."""
+    out = []
+    for r in records:
+        if JUDGE_NO in judged[r["id"]].get("explanation", "") and r["predicted_label"] == "SUPPORTS":
+            refutes, nei = r["scores"].get("REFUTES", 0.0), r["scores"].get("NOT ENOUGH INFO", 0.0)
+            r = r | {"predicted_label": "REFUTES" if refutes > nei else "NOT ENOUGH INFO"}
+        out.append(r)
+    return out
+
+
+def grid(run_dir: Path, judged_dir: Path | None = None) -> dict:
     """Every threshold's scores on one tune run, the run's own labels and the pick."""
     cfg, dataset, store, records, oracle = load_run(run_dir)
     evidence = []
@@ -126,10 +162,25 @@ def grid(run_dir: Path) -> dict:
     if diff:
         raise SystemExit(f"{run_dir}: re-deciding at the run's threshold {own} changes claims {diff[:5]}")
     rows = {"as run": row(dataset, records)}
+    judged = None
+    if judged_dir is not None:
+        judged = load_judged(judged_dir)
+        at0 = redecide(records, evidence, cfg.verifier.replace(two_way_threshold=0.0), check)
+        for r, a in zip(records, at0, strict=True):
+            j = judged.get(r["id"])
+            if j is None or [list(x) for x in j["evidence_read"]] != [list(x) for x in r["evidence_read"]]:
+                raise SystemExit(
+                    f"{judged_dir}: claim {r['id']} is missing or read other sentences than in {run_dir}"
+                )
+            said_no = JUDGE_NO in j.get("explanation", "")
+            if not said_no and (j["predicted_label"] == "SUPPORTS") != (a["predicted_label"] == "SUPPORTS"):
+                raise SystemExit(
+                    f"{judged_dir}: claim {r['id']} is {j['predicted_label']} there and "
+                    f"{a['predicted_label']} here at threshold 0 with no No from the judge: not one check"
+                )
     for t in GRID:
-        rows[f"{t:g}"] = row(
-            dataset, redecide(records, evidence, cfg.verifier.replace(two_way_threshold=t), check)
-        )
+        got = redecide(records, evidence, cfg.verifier.replace(two_way_threshold=t), check)
+        rows[f"{t:g}"] = row(dataset, got if judged is None else apply_judged(got, judged))
     best = max(GRID, key=lambda t: (round(rows[f"{t:g}"]["macro_f1"], 9), t))
     return {
         "run": str(run_dir),
@@ -139,13 +190,14 @@ def grid(run_dir: Path) -> dict:
         "claims": len(records),
         "rows": rows,
         "pick": best,
+        "judged": str(judged_dir) if judged_dir is not None else None,
     }
 
 
 def mean_grid(parts: list[dict]) -> dict:
     """One config's grid over several runs: every row the mean of the runs' rows, the pick on the mean."""
     first = parts[0]
-    same = ("claims", "oracle", "entity_check")
+    same = ("claims", "oracle", "entity_check", "judged")
     if any(len({str(p[k]) for p in parts}) > 1 for k in same):
         raise SystemExit(
             f"{first['run']}: the runs averaged must agree on claims, gold evidence and entity check"
@@ -170,6 +222,7 @@ def mean_grid(parts: list[dict]) -> dict:
         "entity_check": first["entity_check"],
         "oracle": first["oracle"],
         "claims": first["claims"],
+        "judged": first["judged"],
         "rows": rows,
         "pick": best,
         "pick_per_run": [p["pick"] for p in parts],
@@ -195,6 +248,7 @@ def table(results: dict[str, dict], command: str) -> str:
             "",
             f"{res['claims']} tune claims, entity check `{res['entity_check']}`"
             + (", gold evidence" if res["oracle"] else "")
+            + (f", the LLM judge's answers from `{res['judged']}`" if res.get("judged") else "")
             + (
                 f"; the mean of {res['runs_averaged']} runs (their own picks {res['pick_per_run']})"
                 if "runs_averaged" in res
@@ -222,9 +276,24 @@ def main() -> None:
         required=True,
         help="NAME=DIR of a tune-part evaluate run (NAME=DIR1,DIR2,...: runs of one config, averaged)",
     )
+    ap.add_argument(
+        "--judged",
+        action="append",
+        default=[],
+        help="NAME=DIR: a judged tune run at threshold 0 whose LLM judge answers apply to NAME's runs",
+    )
     default_out = str(ROOT / "benchmarks" / "results" / "two_way_grid")
     ap.add_argument("--out", default=default_out, help="output stem (.md and .json)")
     args = ap.parse_args()
+    judged_dirs = {}
+    for spec in args.judged:
+        name, sep, path = spec.partition("=")
+        if not sep or not name or not path or name in judged_dirs:
+            raise SystemExit(f"--judged {spec!r}: expected NAME=DIR, each NAME once")
+        judged_dirs[name] = Path(path)
+    unknown = set(judged_dirs) - {spec.partition("=")[0] for spec in args.run}
+    if unknown:
+        raise SystemExit(f"--judged {sorted(unknown)}: no --run of that name")
     results = {}
     for spec in args.run:
         name, sep, path = spec.partition("=")
@@ -236,7 +305,7 @@ def main() -> None:
         if not all(dirs) or len(set(dirs)) != len(dirs):
             raise SystemExit(f"--run {spec!r}: an empty or repeated run directory")
         try:
-            parts = [grid(Path(p)) for p in dirs]
+            parts = [grid(Path(p), judged_dirs.get(name)) for p in dirs]
             results[name] = parts[0] if len(parts) == 1 else mean_grid(parts)
         except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:  # one line naming the run
             raise SystemExit(f"{path}: not a readable evaluate run ({type(e).__name__}: {e})") from None
