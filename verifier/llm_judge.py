@@ -73,12 +73,9 @@ class LLMJudge:
             for c, ev in zip(claims, evidence, strict=True)
         ]
         options = {"prompt_sha": self.prompt.sha256, "max_tokens": MAX_TOKENS, "max_lines": 1}
-        replies = list(self.client.chat_text_many(self.stage, requests, **options))
-        for i, reply in enumerate(replies):
-            # a batched group can run past llm.timeout_s on a busy machine (its prompts are read
-            # together): ask each such prompt again on its own (a call with a timeout of its own)
-            if reply.value is None and reply.reason in ("timeout", "error"):
-                replies[i] = self.client.chat_text(self.stage, requests[i], **options)
+        # a prompt whose batched group ran past llm.timeout_s was asked again on its own by the
+        # client (LLMClient.chat_text_many): a timeout here is the prompt's own
+        replies = self.client.chat_text_many(self.stage, requests, **options)
         out = []
         for reply in replies:
             said = answer(reply.value if reply.value is not None else reply.raw)

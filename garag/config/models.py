@@ -258,8 +258,10 @@ class LLMConfig(Section):
         backoff_s: first retry delay, doubled on each further retry.
         concurrency: parallel calls (thread pool); the in-process model runs one call at a time.
         batch: llama_cpp: plain-text replies decoded together by stages that ask for many at once
-            (reasoning programs); 1 = one at a time.  Greedy only.  Not in run hashes: it changes
-            the speed, and a reply only where batched rounding parts two greedy paths.
+            (reasoning programs, the LLM judge); 1 = one at a time.  Greedy only.  ``timeout_s``
+            counts from the start of a group; a prompt the group's deadline cut off is asked again
+            alone with a ``timeout_s`` of its own.  Not in run hashes: it changes the speed, and a
+            reply only where batched rounding parts two greedy paths.
         n_ctx: llama_cpp context length in tokens.
         n_threads: llama_cpp CPU threads for prompt and generation (0 = all cores; llama-cpp-python's
             own default generates on half of them).
