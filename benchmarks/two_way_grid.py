@@ -32,7 +32,7 @@ Usage::
 
     garag evaluate --dataset hover --part tune --config configs/graph.yaml --out RUN_DIR
     .venv/bin/python benchmarks/two_way_grid.py --run graph=RUN_DIR [--run NAME=DIR[,DIR...] ...] \\
-        [--out benchmarks/results/two_way_grid]
+        [--judged NAME=JUDGED_DIR ...] [--out benchmarks/results/two_way_grid]
 """
 
 from __future__ import annotations
@@ -116,19 +116,33 @@ def row(dataset, records: list[dict]) -> dict:
 
 
 JUDGE_NO = "LLM judge: asked if the sentences read support all of the claim, the model said No."
+JUDGE_UNUSABLE = "LLM judge: no usable answer; the verdict stands."
 
 
 def load_judged(run_dir: Path) -> dict[str, dict]:
     """A judged tune run at threshold 0: its records by claim id (see the module's text)."""
-    meta = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))
-    cfg = validate_config(meta["config"])
+    try:
+        cfg = validate_config(json.loads((run_dir / "run.json").read_text(encoding="utf-8"))["config"])
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise SystemExit(
+            f"--judged {run_dir}: not a readable evaluate run ({type(e).__name__}: {e})"
+        ) from None
     v = cfg.verifier
     if cfg.data.part != "tune" or v.llm_judge != "two_way" or v.two_way_threshold != 0:
         raise SystemExit(
             f"{run_dir}/run.json: --judged needs a tune run with verifier.llm_judge two_way and "
             f"two_way_threshold 0 (it has part {cfg.data.part!r}, {v.llm_judge!r}, {v.two_way_threshold})"
         )
-    return {r["id"]: r for r in records_from_file(run_dir / "predictions.jsonl")}
+    try:
+        records = records_from_file(run_dir / "predictions.jsonl")
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise SystemExit(
+            f"--judged {run_dir}: not a readable evaluate run ({type(e).__name__}: {e})"
+        ) from None
+    unusable = [r["id"] for r in records if JUDGE_UNUSABLE in r.get("explanation", "")]
+    if unusable:  # a run at another threshold would have asked again: the answer is not known
+        raise SystemExit(f"--judged {run_dir}: the judge gave no usable answer for claims {unusable[:5]}")
+    return {r["id"]: r for r in records}
 
 
 def apply_judged(records: list[dict], judged: dict[str, dict]) -> list[dict]:
@@ -200,7 +214,7 @@ def mean_grid(parts: list[dict]) -> dict:
     same = ("claims", "oracle", "entity_check", "judged")
     if any(len({str(p[k]) for p in parts}) > 1 for k in same):
         raise SystemExit(
-            f"{first['run']}: the runs averaged must agree on claims, gold evidence and entity check"
+            f"{first['run']}: the runs averaged must agree on claims, gold evidence, entity check, judge"
         )
 
     def mean(key: str) -> dict:
@@ -248,7 +262,11 @@ def table(results: dict[str, dict], command: str) -> str:
             "",
             f"{res['claims']} tune claims, entity check `{res['entity_check']}`"
             + (", gold evidence" if res["oracle"] else "")
-            + (f", the LLM judge's answers from `{res['judged']}`" if res.get("judged") else "")
+            + (
+                f', the LLM judge\'s answers from `{res["judged"]}` (not in the "as run" row)'
+                if res.get("judged")
+                else ""
+            )
             + (
                 f"; the mean of {res['runs_averaged']} runs (their own picks {res['pick_per_run']})"
                 if "runs_averaged" in res
