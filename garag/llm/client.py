@@ -317,30 +317,27 @@ class LLMClient:
                 logger.warning("%s: batched call failed (%s); asking one by one", stage, e)
                 self.stats.add(stage, calls=1, errors=1)
             self.stats.add(stage, seconds=time.perf_counter() - started)
-            if replies is None:
-                again = self._text_each(
-                    stage, [requests[i] for i in group], prompt_sha, max_tokens, max_lines
-                )
-                for i, r in zip(group, again, strict=True):
-                    results[i] = r
-                continue
-            late = [i for i, reply in zip(group, replies, strict=True) if isinstance(reply, LLMTimeoutError)]
-            self.stats.add(stage, requests=len(group) - len(late), calls=len(group), timeouts=len(late))
-            for i, reply in zip(group, replies, strict=True):
-                if not isinstance(reply, LLMTimeoutError):
-                    self._store(stage, keys[i], reply, max_lines)
-                    results[i] = self._text_result(stage, reply, max_tokens, max_lines)
-            if late:
-                logger.warning(
-                    "%s: %d of a group of %d ran past its %gs; asking them again one by one",
-                    stage,
-                    len(late),
-                    len(group),
-                    self.config.timeout_s,
-                )
-                again = self._text_each(stage, [requests[i] for i in late], prompt_sha, max_tokens, max_lines)
-                for i, r in zip(late, again, strict=True):
-                    results[i] = r
+            redo = group  # the prompts asked again one by one: all of a failed group
+            if replies is not None:
+                redo = [
+                    i for i, reply in zip(group, replies, strict=True) if isinstance(reply, LLMTimeoutError)
+                ]
+                self.stats.add(stage, requests=len(group) - len(redo), calls=len(group), timeouts=len(redo))
+                for i, reply in zip(group, replies, strict=True):
+                    if not isinstance(reply, LLMTimeoutError):
+                        self._store(stage, keys[i], reply, max_lines)
+                        results[i] = self._text_result(stage, reply, max_tokens, max_lines)
+                if redo:
+                    logger.warning(
+                        "%s: %d of a group of %d ran past its %gs; asking them again one by one",
+                        stage,
+                        len(redo),
+                        len(group),
+                        self.config.timeout_s,
+                    )
+            again = self._text_each(stage, [requests[i] for i in redo], prompt_sha, max_tokens, max_lines)
+            for i, r in zip(redo, again, strict=True):
+                results[i] = r
         return [r for r in results if r is not None]
 
     def _text_each(
