@@ -61,8 +61,9 @@ def main() -> int:
     from llama_cpp import Llama, llama_get_logits_ith
     from sklearn.metrics import f1_score, roc_auc_score
 
-    _, dataset, store, rows, _ = load_run(Path(args.run))
-    passed = {r["id"]: r["predicted_label"] == "SUPPORTS" for r in load_run(Path(args.checked))[3]}
+    _, dataset, store, rows, _ = load_run(Path(args.run), "--run")
+    checked = load_run(Path(args.checked), "--checked")[3]
+    passed = {r["id"]: r["predicted_label"] == "SUPPORTS" for r in checked}
     hops = {c.id: str(c.num_hops) for c in dataset.claims()}
     out = Path(args.out)
     prompt = load_prompt("judge", args.prompt_dir)

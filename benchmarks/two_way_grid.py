@@ -45,22 +45,32 @@ from pathlib import Path
 
 from eval.verification_eval import records_from_file, score_records
 from garag.artifacts import write_json_atomic, write_text_atomic
-from garag.config import VerifierConfig, validate_config
+from garag.config import Config, VerifierConfig, validate_config
 from garag.datasets import dataset_from_config
 from garag.types import Evidence, Label, SentenceId, Verdict
 from pipeline.retrieval import build_sentence_store
 from pipeline.verification import decide
 from verifier.entity_check import EntityCheck
+from verifier.llm_judge import SAID_NO, UNUSABLE
 
 ROOT = Path(__file__).resolve().parents[1]
 GRID = (0.0, 0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6)
 HOPS = ("2", "3", "4")
 
 
-def load_run(run_dir: Path) -> tuple:
+def read_run(run_dir: Path, what: str = "run") -> tuple[dict, Config, list[dict]]:
+    """``run.json``'s metadata, its config and the records of ``predictions.jsonl``; one line naming
+    ``what`` (the option that gave the run) and the run where either is unreadable."""
+    try:
+        meta = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))
+        return meta, validate_config(meta["config"]), records_from_file(run_dir / "predictions.jsonl")
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise SystemExit(f"{what} {run_dir}: not a readable evaluate run ({type(e).__name__}: {e})") from None
+
+
+def load_run(run_dir: Path, what: str = "run") -> tuple:
     """The run's config, dataset, sentence store and records; refuses a run that is not of the tune part."""
-    meta = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))
-    cfg = validate_config(meta["config"])
+    meta, cfg, records = read_run(run_dir, what)
     if cfg.data.part != "tune":
         part = cfg.data.part
         raise SystemExit(f"{run_dir}/run.json: data.part is {part!r}; this grid reads tune runs only")
@@ -75,7 +85,6 @@ def load_run(run_dir: Path) -> tuple:
     dataset = dataset_from_config(cfg.data)
     if not dataset.two_way:
         raise SystemExit(f"{run_dir}/run.json: dataset {dataset.name!r} is not 2-way")
-    records = records_from_file(run_dir / "predictions.jsonl")
     tune = {c.id for c in dataset.claims()}
     have = {r["id"] for r in records}
     if have != tune or len(records) != len(tune):
@@ -115,31 +124,16 @@ def row(dataset, records: list[dict]) -> dict:
     }
 
 
-JUDGE_NO = "LLM judge: asked if the sentences read support all of the claim, the model said No."
-JUDGE_UNUSABLE = "LLM judge: no usable answer; the verdict stands."
-
-
 def load_judged(run_dir: Path) -> dict[str, dict]:
     """A judged tune run at threshold 0: its records by claim id (see the module's text)."""
-    try:
-        cfg = validate_config(json.loads((run_dir / "run.json").read_text(encoding="utf-8"))["config"])
-    except (OSError, ValueError, KeyError, TypeError) as e:
-        raise SystemExit(
-            f"--judged {run_dir}: not a readable evaluate run ({type(e).__name__}: {e})"
-        ) from None
+    _, cfg, records = read_run(run_dir, "--judged")
     v = cfg.verifier
     if cfg.data.part != "tune" or v.llm_judge != "two_way" or v.two_way_threshold != 0:
         raise SystemExit(
             f"{run_dir}/run.json: --judged needs a tune run with verifier.llm_judge two_way and "
             f"two_way_threshold 0 (it has part {cfg.data.part!r}, {v.llm_judge!r}, {v.two_way_threshold})"
         )
-    try:
-        records = records_from_file(run_dir / "predictions.jsonl")
-    except (OSError, ValueError, KeyError, TypeError) as e:
-        raise SystemExit(
-            f"--judged {run_dir}: not a readable evaluate run ({type(e).__name__}: {e})"
-        ) from None
-    unusable = [r["id"] for r in records if JUDGE_UNUSABLE in r.get("explanation", "")]
+    unusable = [r["id"] for r in records if UNUSABLE in r.get("explanation", "")]
     if unusable:  # a run at another threshold would have asked again: the answer is not known
         raise SystemExit(f"--judged {run_dir}: the judge gave no usable answer for claims {unusable[:5]}")
     return {r["id"]: r for r in records}
@@ -150,16 +144,17 @@ def apply_judged(records: list[dict], judged: dict[str, dict]) -> list[dict]:
     ENOUGH INFO by the record's own scores, as the pipeline's judge decides."""
     out = []
     for r in records:
-        if JUDGE_NO in judged[r["id"]].get("explanation", "") and r["predicted_label"] == "SUPPORTS":
-            refutes, nei = r["scores"].get("REFUTES", 0.0), r["scores"].get("NOT ENOUGH INFO", 0.0)
-            r = r | {"predicted_label": "REFUTES" if refutes > nei else "NOT ENOUGH INFO"}
+        if SAID_NO in judged[r["id"]].get("explanation", "") and r["predicted_label"] == "SUPPORTS":
+            scores = {Label(k): float(p) for k, p in r["scores"].items()}
+            held = Verdict(Label.SUPPORTS, "", (), scores).likelier_unsupported()
+            r = r | {"predicted_label": held.value}
         out.append(r)
     return out
 
 
 def grid(run_dir: Path, judged_dir: Path | None = None) -> dict:
     """Every threshold's scores on one tune run, the run's own labels and the pick."""
-    cfg, dataset, store, records, oracle = load_run(run_dir)
+    cfg, dataset, store, records, oracle = load_run(run_dir, "--run")
     evidence = []
     for r in records:
         found = (store.get(SentenceId(p, int(n))) for p, n in r["evidence_read"])
@@ -186,7 +181,7 @@ def grid(run_dir: Path, judged_dir: Path | None = None) -> dict:
                 raise SystemExit(
                     f"{judged_dir}: claim {r['id']} is missing or read other sentences than in {run_dir}"
                 )
-            said_no = JUDGE_NO in j.get("explanation", "")
+            said_no = SAID_NO in j.get("explanation", "")
             if not said_no and (j["predicted_label"] == "SUPPORTS") != (a["predicted_label"] == "SUPPORTS"):
                 raise SystemExit(
                     f"{judged_dir}: claim {r['id']} is {j['predicted_label']} there and "

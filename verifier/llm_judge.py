@@ -35,6 +35,9 @@ ANSWERS = {"yes": True, "no": False}
 _FIRST_WORD = re.compile(r"[A-Za-z]+")
 # "Yes" / "No" and an end mark fit in 4 tokens; a longer reply is cut there and its first word read.
 MAX_TOKENS = 4
+# What the explanation gains where the model said No, or gave no usable answer (benchmarks read them).
+SAID_NO = "LLM judge: asked if the sentences read support all of the claim, the model said No."
+UNUSABLE = "LLM judge: no usable answer; the verdict stands."
 
 
 def answer(text: str) -> bool | None:
@@ -99,9 +102,7 @@ class LLMJudge:
         for i, yes in zip(todo, said, strict=True):
             v = verdicts[i]
             if yes is False:
-                note = " LLM judge: asked if the sentences read support all of the claim, the model said No."
-                out[i] = Verdict(v.likelier_unsupported(), v.explanation + note, v.evidence, v.scores)
+                out[i] = Verdict(v.likelier_unsupported(), f"{v.explanation} {SAID_NO}", v.evidence, v.scores)
             elif yes is None:
-                note = " LLM judge: no usable answer; the verdict stands."
-                out[i] = Verdict(v.label, v.explanation + note, v.evidence, v.scores)
+                out[i] = Verdict(v.label, f"{v.explanation} {UNUSABLE}", v.evidence, v.scores)
         return out

@@ -14,7 +14,7 @@ COUNTERS = (
     "completion_tokens",
     "errors",  # failed calls (each attempt)
     "retries",
-    "timeouts",
+    "timeouts",  # calls past llm.timeout_s, each attempt (a batched prompt cut off counts, then goes alone)
     "invalid",  # replies that failed JSON/schema validation
     "repairs",  # repair calls made
     "repaired",  # repairs that produced a valid reply
