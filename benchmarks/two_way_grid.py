@@ -51,7 +51,7 @@ from garag.types import Evidence, Label, SentenceId, Verdict
 from pipeline.retrieval import build_sentence_store
 from pipeline.verification import decide
 from verifier.entity_check import EntityCheck
-from verifier.llm_judge import SAID_NO, UNUSABLE
+from verifier.llm_judge import UNUSABLE, withheld
 
 ROOT = Path(__file__).resolve().parents[1]
 GRID = (0.0, 0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6)
@@ -144,7 +144,7 @@ def apply_judged(records: list[dict], judged: dict[str, dict]) -> list[dict]:
     ENOUGH INFO by the record's own scores, as the pipeline's judge decides."""
     out = []
     for r in records:
-        if SAID_NO in judged[r["id"]].get("explanation", "") and r["predicted_label"] == "SUPPORTS":
+        if withheld(judged[r["id"]].get("explanation", "")) and r["predicted_label"] == "SUPPORTS":
             scores = {Label(k): float(p) for k, p in r["scores"].items()}
             held = Verdict(Label.SUPPORTS, "", (), scores).likelier_unsupported()
             r = r | {"predicted_label": held.value}
@@ -181,7 +181,7 @@ def grid(run_dir: Path, judged_dir: Path | None = None) -> dict:
                 raise SystemExit(
                     f"{judged_dir}: claim {r['id']} is missing or read other sentences than in {run_dir}"
                 )
-            said_no = SAID_NO in j.get("explanation", "")
+            said_no = withheld(j.get("explanation", ""))
             if not said_no and (j["predicted_label"] == "SUPPORTS") != (a["predicted_label"] == "SUPPORTS"):
                 raise SystemExit(
                     f"{judged_dir}: claim {r['id']} is {j['predicted_label']} there and "

@@ -16,7 +16,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from garag.config import Config, VerifierConfig
+from garag.config import Config, ConfigError, VerifierConfig
 from garag.datasets import Dataset
 from garag.store import SentenceStore
 from garag.types import Claim, Evidence, Hit, Label, SentenceId, Verdict
@@ -150,7 +150,20 @@ class VerificationPipeline:
         if judges:
             from verifier.llm_judge import LLMJudge
 
-            self.llm_judge = LLMJudge(self.llm_client)
+            parts = None
+            if cfg.verifier.llm_judge_parts > 0:
+                from pipeline.decompose import RuleDecomposer
+
+                if cfg.llm.backend != "llama_cpp":  # the OpenAI-compatible backend returns text only
+                    raise ConfigError(
+                        f"verifier.llm_judge_parts reads first-token probabilities, which llm.backend "
+                        f"{cfg.llm.backend} does not give; use llm.backend llama_cpp or llm_judge_parts 0"
+                    )
+
+                parts = RuleDecomposer(cfg.decomposition).load().subclaims
+            self.llm_judge = LLMJudge(
+                self.llm_client, parts=parts, parts_threshold=cfg.verifier.llm_judge_parts
+            )
         if cfg.reasoning.programs != "none":
             from pipeline.reasoning import make_programmer
 

@@ -23,9 +23,10 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
+from garag.llm.base import LLMUnavailableError
 from garag.text import detokenize, page_to_title
 from garag.types import Evidence, Label, Verdict
 from prompts import PromptFile, load_prompt
@@ -38,6 +39,12 @@ MAX_TOKENS = 4
 # What the explanation gains where the model said No, or gave no usable answer (benchmarks read them).
 SAID_NO = "LLM judge: asked if the sentences read support all of the claim, the model said No."
 UNUSABLE = "LLM judge: no usable answer; the verdict stands."
+PART_NO = 'LLM judge: asked about each part of the claim, the model gave "{part}" P(Yes) {p:.2f} < {t:g}.'
+
+
+def withheld(explanation: str) -> bool:
+    """Whether the judge withheld SUPPORTED from the verdict with this explanation."""
+    return SAID_NO in explanation or PART_NO.split("{", 1)[0] in explanation
 
 
 def answer(text: str) -> bool | None:
@@ -54,27 +61,74 @@ def evidence_lines(evidence: Sequence[Evidence]) -> str:
 class LLMJudge:
     """Asks the chat model about each SUPPORTS verdict and withholds it where the model says No.
 
+    With ``parts`` (``verifier.llm_judge_parts`` > 0) the judge reads the model's probability of
+    Yes instead of its greedy answer, for the claim and for each of its simple facts (``parts``:
+    the rule decomposer's sub-claims, asked when there are two or more), on the same sentences,
+    and withholds SUPPORTED where the claim's is below 0.5 (about the greedy answer) or a part's is
+    below ``parts_threshold``: a multi-hop claim whose one changed fact the model lets pass when
+    asked about the whole claim is caught when that fact is asked about alone.
+
     Args:
         client: a loaded :class:`garag.llm.LLMClient` (cached).
         prompt: the judge prompt (default ``prompts/judge.yaml``).
+        parts: claim -> its simple facts; None asks about the whole claim only (greedy answer).
+        parts_threshold: the smallest probability of Yes a part may have.
 
     Attributes:
-        counts: "yes", "no" and "unusable" replies so far.
+        counts: "yes", "no" and "unusable" replies so far ("no_part": claims withheld for a part).
     """
 
     stage = "judge"
 
-    def __init__(self, client: Any, prompt: PromptFile | None = None) -> None:
+    def __init__(
+        self,
+        client: Any,
+        prompt: PromptFile | None = None,
+        parts: Callable[[str], list[str]] | None = None,
+        parts_threshold: float = 0.0,
+    ) -> None:
         self.client = client
         self.prompt = prompt if prompt is not None else load_prompt("judge")
-        self.counts = {"yes": 0, "no": 0, "unusable": 0}
+        self.parts = parts
+        self.parts_threshold = parts_threshold
+        self.counts = {"yes": 0, "no": 0, "unusable": 0} | ({"no_part": 0} if parts is not None else {})
+
+    def _render(self, claim: str, evidence: Sequence[Evidence]) -> Any:
+        return self.prompt.render(claim=" ".join(claim.split()), evidence=evidence_lines(evidence))
+
+    def ask_parts(self, claim: str, evidence: Sequence[Evidence]) -> tuple[float, list[tuple[str, float]]]:
+        """The probability of Yes for the whole claim and for each of its parts (none for a claim
+        of one fact), asked together so that the sentences are read once."""
+        parts = self.parts(claim) if self.parts is not None else []
+        parts = parts if len(parts) >= 2 else []
+        asked = [self._render(c, evidence) for c in (claim, *parts)]
+        p = self.client.yes_probability_many(self.stage, asked, self.prompt.sha256)
+        return p[0], list(zip(parts, p[1:], strict=True))
+
+    def _judge_parts(self, claim: str, evidence: Sequence[Evidence], v: Verdict) -> Verdict:
+        try:
+            whole, parts = self.ask_parts(claim, evidence)
+        except LLMUnavailableError:  # the backend cannot give probabilities: a setting to change
+            raise
+        except Exception as e:  # one claim the model could not read (e.g. past llm.n_ctx): it stands
+            logger.warning("LLM judge: %s; the verdict stands", e)
+            self.counts["unusable"] += 1
+            return Verdict(v.label, f"{v.explanation} {UNUSABLE}", v.evidence, v.scores)
+        low = [(c, p) for c, p in parts if p < self.parts_threshold]
+        if whole < 0.5:
+            self.counts["no"] += 1
+            return Verdict(v.likelier_unsupported(), f"{v.explanation} {SAID_NO}", v.evidence, v.scores)
+        self.counts["yes"] += 1
+        if not low:
+            return v
+        self.counts["no_part"] += 1
+        c, p = min(low, key=lambda x: x[1])
+        note = PART_NO.format(part=c, p=p, t=self.parts_threshold)
+        return Verdict(v.likelier_unsupported(), f"{v.explanation} {note}", v.evidence, v.scores)
 
     def ask(self, claims: Sequence[str], evidence: Sequence[Sequence[Evidence]]) -> list[bool | None]:
         """The model's answer for each claim and its sentences (None: unusable)."""
-        requests = [
-            self.prompt.render(claim=" ".join(c.split()), evidence=evidence_lines(ev))
-            for c, ev in zip(claims, evidence, strict=True)
-        ]
+        requests = [self._render(c, ev) for c, ev in zip(claims, evidence, strict=True)]
         options = {"prompt_sha": self.prompt.sha256, "max_tokens": MAX_TOKENS, "max_lines": 1}
         # a prompt whose batched group ran past llm.timeout_s was asked again on its own by the
         # client (LLMClient.chat_text_many): a timeout here is the prompt's own
@@ -97,6 +151,10 @@ class LLMJudge:
         out = list(verdicts)
         todo = [i for i, v in enumerate(verdicts) if v.label is Label.SUPPORTS]
         if not todo:
+            return out
+        if self.parts is not None:
+            for i in todo:
+                out[i] = self._judge_parts(claims[i], evidence[i], verdicts[i])
             return out
         said = self.ask([claims[i] for i in todo], [evidence[i] for i in todo])
         for i, yes in zip(todo, said, strict=True):

@@ -62,6 +62,11 @@ class VerifierConfig(Section):
             after the threshold and the entity check, and withhold SUPPORTED where it says No
             (verifier/llm_judge.py, prompts/judge.yaml); "always": on FEVER's 3-way verdicts too;
             "never" (the default) asks nothing.
+        llm_judge_parts: > 0: the judge reads the model's probability of Yes (the in-process
+            llama_cpp backend only) for the claim and for each of its simple facts (the rule
+            decomposer's sub-claims, ``decomposition.spacy_model``) on the same sentences, and
+            withholds SUPPORTED where the claim's is below 0.5 or a part's below this; 0 (the
+            default): the greedy answer on the whole claim.
     """
 
     section: ClassVar[str] = "verifier"
@@ -72,6 +77,7 @@ class VerifierConfig(Section):
         "mix_train": {},
         "mix_model": "",
         "llm_judge": "never",
+        "llm_judge_parts": 0.0,
     }
     model: Str = ""
     label_map: StrMap = Field(default_factory=dict)
@@ -90,6 +96,7 @@ class VerifierConfig(Section):
     mix_train: dict[StrictStr, object] = Field(default_factory=dict)
     mix_model: Str = ""
     llm_judge: Literal["never", "two_way", "always"] = "never"
+    llm_judge_parts: Float = Field(0.0, ge=0, lt=1)
 
     def hash_dump(self) -> dict:
         """:meth:`Section.hash_dump` with the entity check's rules when the check is on, and the
@@ -128,6 +135,12 @@ class VerifierConfig(Section):
         checked = TrainConfig.base_settings(value)
         # all defaults name garag's default verifier, a second verifier too: keep it named
         return checked or ({"base_model": TrainConfig.model_fields["base_model"].default} if value else {})
+
+    @model_validator(mode="after")
+    def _parts_need_the_judge(self) -> VerifierConfig:
+        if self.llm_judge_parts > 0 and self.llm_judge == "never":
+            raise ValueError("llm_judge_parts is set but llm_judge is never; set llm_judge two_way or always")
+        return self
 
     @model_validator(mode="after")
     def _mix_needs_a_second_verifier(self) -> VerifierConfig:

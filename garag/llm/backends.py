@@ -125,6 +125,23 @@ class LangChainChat:
                 out.append(ChatReply(r.text, r.prompt_tokens, r.completion_tokens))
         return out
 
+    def first_token_logits(
+        self, requests: Sequence[Sequence[ChatMessage]], words: Sequence[str]
+    ) -> list[list[float]]:
+        """For each prompt, the logits of each word's first token as the reply's first token.
+
+        Raises:
+            LLMUnavailableError: the backend cannot read a reply's first-token logits (only the
+                in-process llama.cpp model can).
+        """
+        read = getattr(self.model, "first_token_logits", None)
+        if read is None:
+            raise LLMUnavailableError(
+                f"llm.backend {self.name}: reading the reply's first-token probabilities needs the "
+                "in-process llama_cpp backend"
+            )
+        return read([[m.to_json() for m in msgs] for msgs in requests], list(words))
+
     def _stream_lines(
         self, messages: Sequence[ChatMessage], kwargs: dict[str, Any], max_lines: int
     ) -> ChatReply:

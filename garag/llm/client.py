@@ -11,6 +11,7 @@ or timeout escapes as a crash.
 from __future__ import annotations
 
 import logging
+import math
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -21,7 +22,15 @@ from typing import Any, Generic, TypeVar
 from pydantic import BaseModel
 
 from garag.config import LLMConfig
-from garag.llm.base import ChatMessage, ChatModel, ChatReply, LLMError, LLMTimeoutError, lines_begun
+from garag.llm.base import (
+    ChatMessage,
+    ChatModel,
+    ChatReply,
+    LLMError,
+    LLMTimeoutError,
+    LLMUnavailableError,
+    lines_begun,
+)
 from garag.llm.cache import ResponseCache, cache_key
 from garag.llm.stats import LLMStats
 from garag.llm.structured import json_schema, parse_reply, repair_messages
@@ -32,6 +41,9 @@ T = TypeVar("T", bound=BaseModel)
 R = TypeVar("R")
 
 CACHE_FILE = "llm/responses.sqlite"
+# The words whose first tokens ``yes_probability_many`` weighs against each other.
+YES_WORDS = ("Yes", "yes")
+NO_WORDS = ("No", "no")
 
 
 @dataclass(frozen=True)
@@ -339,6 +351,57 @@ class LLMClient:
             for i, r in zip(redo, again, strict=True):
                 results[i] = r
         return [r for r in results if r is not None]
+
+    def yes_probability_many(
+        self,
+        stage: str,
+        requests: Sequence[Sequence[ChatMessage]],
+        prompt_sha: str = "",
+        yes: Sequence[str] = YES_WORDS,
+        no: Sequence[str] = NO_WORDS,
+    ) -> list[float]:
+        """For each prompt, the model's probability that its reply starts with one of ``yes``
+        rather than one of ``no`` (each word's first token; softmax over those tokens only), read
+        from the logits of the reply's first token without generating it (the in-process llama.cpp
+        backend only).  Prompts are read ``llm.batch`` at a time; prompts that share a prefix
+        (several questions on one evidence) read it once.  Cached like replies (under a key of its
+        own), so a rerun reads nothing.
+
+        Raises:
+            LLMUnavailableError: the backend cannot read first-token logits.
+        """
+        if self.chat is None:
+            self.load()
+        words = [*yes, *no]
+        marker = {"first_token_probability": {"yes": list(yes), "no": list(no)}}
+        keys = [self._keys(m, marker, prompt_sha, 1, None) for m in requests]
+        out: list[float | None] = [None] * len(requests)
+        missing = []
+        for i, k in enumerate(keys):
+            hit = self._cached(stage, k)
+            self.stats.add(stage, requests=1)
+            if hit is not None:
+                out[i] = float(hit.text)
+            else:
+                missing.append(i)
+        read = getattr(self.chat, "first_token_logits", None)
+        if missing and read is None:
+            raise LLMUnavailableError(
+                f"llm.backend {self.config.backend}: first-token probabilities need the llama_cpp backend"
+            )
+        size = max(1, self.config.batch)
+        for start in range(0, len(missing), size):
+            group = missing[start : start + size]
+            started = time.perf_counter()
+            logits = read([requests[i] for i in group], words)  # type: ignore[misc]
+            self.stats.add(stage, calls=len(group), seconds=time.perf_counter() - started)
+            for i, row in zip(group, logits, strict=True):
+                top = max(row)
+                e = [math.exp(x - top) for x in row]
+                p = sum(e[: len(yes)]) / sum(e)
+                out[i] = p
+                self._store(stage, keys[i], ChatReply(repr(p), 0, 0), None)
+        return [float(p) for p in out if p is not None]
 
     def _text_each(
         self,

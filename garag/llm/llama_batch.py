@@ -18,7 +18,7 @@ part (24 of those 30 programs were the same), so a reply can depend on its batch
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -128,12 +128,10 @@ class BatchDecoder:
                     f"a prompt of {len(prompts[start][0])} tokens and a reply of {max_tokens}"
                     f" do not fit llm.n_ctx {self.n_ctx}"
                 )
-            try:
-                out.extend(self._group(prompts[start:end], max_tokens, max_lines, timeout_s))
-            except BaseException:  # a failed decode leaves cells half written: drop them all
-                self._lib.llama_memory_clear(self._lib.llama_get_memory(self._ctx.ctx), True)
-                self._held = []
-                raise
+            group = prompts[start:end]
+            out.extend(
+                self._guarded(lambda group=group: self._group(group, max_tokens, max_lines, timeout_s))
+            )
             start = end
         return out
 
@@ -153,23 +151,93 @@ class BatchDecoder:
             b.logits[i] = logits
         self._ctx.decode(self._batch)
 
-    def _read(self, entries: Sequence[tuple[int, int, int]]) -> dict[int, int]:
-        """Decode (token, position, sequence) entries, 512 a call; each sequence's greedy next token
+    def _read(
+        self, entries: Sequence[tuple[int, int, int]], pick: Callable[[np.ndarray], Any]
+    ) -> dict[int, Any]:
+        """Decode (token, position, sequence) entries, 512 a call; ``pick`` of each sequence's logits
         after its last entry."""
         last = {seq: n for n, (_, _, seq) in enumerate(entries)}
         wants = set(last.values())
-        nxt: dict[int, int] = {}
+        out: dict[int, Any] = {}
         for s in range(0, len(entries), 512):
             chunk = entries[s : s + 512]
             self._decode([(tok, pos, seq, s + i in wants) for i, (tok, pos, seq) in enumerate(chunk)])
             for i, (_, _, seq) in enumerate(chunk):
                 if s + i in wants:
-                    nxt[seq] = self._argmax(i)
-        return nxt
+                    out[seq] = pick(self._logits(i))
+        return out
+
+    def _logits(self, i: int) -> np.ndarray:
+        """The logits of the i-th entry of the last decode (a view: read it before the next one)."""
+        return np.ctypeslib.as_array(self._lib.llama_get_logits_ith(self._ctx.ctx, i), shape=(self._n_vocab,))
 
     def _argmax(self, i: int) -> int:
-        logits = self._lib.llama_get_logits_ith(self._ctx.ctx, i)
-        return int(np.argmax(np.ctypeslib.as_array(logits, shape=(self._n_vocab,))))
+        return _argmax(self._logits(i))
+
+    def first_logits(
+        self, chats: Sequence[Sequence[dict[str, str]]], token_ids: Sequence[int]
+    ) -> list[list[float]]:
+        """For each chat, the logits of ``token_ids`` as the reply's first token (nothing is
+        generated), ``n_seq`` chats at a time: chats that share a prefix (one system turn and
+        evidence, several questions) read it once.
+
+        Raises:
+            ValueError: a prompt does not fit the context.
+        """
+        prompts = [self.tokens(c) for c in chats]
+        ids = list(token_ids)
+        out: list[list[float]] = []
+        start = 0
+        while start < len(prompts):
+            end = min(start + self.n_seq, len(prompts))
+            while end > start + 1 and not self._fits(prompts[start:end], 0):
+                end -= 1
+            if not self._fits(prompts[start:end], 0):
+                raise ValueError(
+                    f"a prompt of {len(prompts[start][0])} tokens does not fit llm.n_ctx {self.n_ctx}"
+                )
+            toks = [t for t, _ in prompts[start:end]]
+            picked = self._guarded(
+                lambda toks=toks: self._read_prompts(toks, lambda x: [float(x[i]) for i in ids])
+            )
+            out.extend(picked)
+            start = end
+        return out
+
+    def _guarded(self, call: Callable[[], Any]) -> Any:
+        """``call()``; a failed decode leaves cells half written: then drop them all."""
+        try:
+            return call()
+        except BaseException:
+            self._lib.llama_memory_clear(self._lib.llama_get_memory(self._ctx.ctx), True)
+            self._held = []
+            raise
+
+    def _read_prompts(self, toks: Sequence[list[int]], pick: Callable[[np.ndarray], Any]) -> list[Any]:
+        """Read a group's prompts, a sequence each; ``pick`` of each one's logits after its prompt.
+
+        Sequence 0 reads its whole prompt past what it already holds, in n_batch chunks, as
+        create_chat_completion does (so a chat decoded alone gets the same reply), then lends the
+        shared prefix to the others, which read the rest of theirs together."""
+        lib = self._lib
+        mem = lib.llama_get_memory(self._ctx.ctx)
+        k = _common_prefix(toks)
+        out: list[Any] = [None] * len(toks)
+        j = min(_lcp([self._held, toks[0]]), len(toks[0]) - 1)
+        if not lib.llama_memory_seq_rm(mem, 0, j, -1):  # a cache that cannot cut there: start over
+            lib.llama_memory_clear(mem, True)
+            j = 0
+        self._held = toks[0][:j]  # what sequence 0 holds until its prompt is read
+        for seq in range(1, self.n_seq):
+            lib.llama_memory_seq_rm(mem, seq, -1, -1)
+        out[0] = self._read([(tok, j + i, 0) for i, tok in enumerate(toks[0][j:])], pick)[0]
+        self._held = toks[0]
+        for seq in range(1, len(toks)):
+            lib.llama_memory_seq_cp(mem, 0, seq, 0, k)
+        rest = [(tok, k + i, seq) for seq, t in enumerate(toks) if seq for i, tok in enumerate(t[k:])]
+        for seq, x in self._read(rest, pick).items():
+            out[seq] = x
+        return out
 
     def _group(
         self,
@@ -180,27 +248,8 @@ class BatchDecoder:
     ) -> list[BatchReply]:
         lib = self._lib
         started = time.monotonic()
-        mem = lib.llama_get_memory(self._ctx.ctx)
         toks = [t for t, _ in group]
-        k = _common_prefix(toks)
-        nxt = [0] * len(group)
-        # Sequence 0 reads its whole prompt past what it already holds, in n_batch chunks, as
-        # create_chat_completion does (so a chat decoded alone gets the same reply), then lends
-        # the shared prefix to the others, which read the rest of theirs together.
-        j = min(_lcp([self._held, toks[0]]), len(toks[0]) - 1)
-        if not lib.llama_memory_seq_rm(mem, 0, j, -1):  # a cache that cannot cut there: start over
-            lib.llama_memory_clear(mem, True)
-            j = 0
-        self._held = toks[0][:j]  # what sequence 0 holds until its prompt is read
-        for seq in range(1, self.n_seq):
-            lib.llama_memory_seq_rm(mem, seq, -1, -1)
-        nxt[0] = self._read([(tok, j + i, 0) for i, tok in enumerate(toks[0][j:])])[0]
-        self._held = toks[0]
-        for seq in range(1, len(group)):
-            lib.llama_memory_seq_cp(mem, 0, seq, 0, k)
-        rest = [(tok, k + i, seq) for seq, t in enumerate(toks) if seq for i, tok in enumerate(t[k:])]
-        for seq, tok in self._read(rest).items():
-            nxt[seq] = tok
+        nxt: list[int] = self._read_prompts(toks, _argmax)
         pos = [len(t) for t in toks]
         made: list[list[int]] = [[] for _ in group]
         finish = [""] * len(group)
@@ -239,6 +288,10 @@ class BatchDecoder:
                     text = text[: text.index(s)]
             replies.append(BatchReply(text, len(t), len(made[seq]), finish[seq]))
         return replies
+
+
+def _argmax(logits: np.ndarray) -> int:
+    return int(np.argmax(logits))
 
 
 def _text(llama: Any, tokens: list[int]) -> str:

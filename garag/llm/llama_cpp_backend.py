@@ -129,6 +129,22 @@ class LlamaCppChatModel(BaseChatModel):
             budget = int(max_tokens if max_tokens is not None else self.max_tokens)
             return decoder.generate(chats, budget, max_lines, timeout_s)
 
+    def first_token_logits(self, chats: list[list[dict[str, str]]], words: list[str]) -> list[list[float]]:
+        """For each chat, the logits of each word's first token as the reply's first token
+        (``garag.llm.llama_batch.BatchDecoder.first_logits``; chats sharing a prefix read it once).
+
+        Raises:
+            LLMUnavailableError: the model has no chat template.
+            ValueError: a prompt does not fit ``n_ctx``.
+        """
+        try:
+            decoder = self._decoder()
+        except ValueError as e:
+            raise LLMUnavailableError(f"llama.cpp: {e}") from e
+        ids = [self._llama.tokenize(w.encode("utf-8"), add_bos=False)[0] for w in words]
+        with self._lock:
+            return decoder.first_logits(chats, ids)
+
     def _generate(
         self,
         messages: list[BaseMessage],

@@ -79,7 +79,13 @@ def test_apply_judged_decides_as_the_pipelines_judge() -> None:
     ]
     got = {r["id"]: r["predicted_label"] for r in grid.apply_judged(plain, judged)}
     assert got == {cid: v.label.value for cid, v in _pipeline_verdicts().items()}
-    assert got == {"a": "REFUTES", "b": "NOT ENOUGH INFO", "c": "NOT ENOUGH INFO", "d": "SUPPORTS", "e": "REFUTES"}
+    assert got == {
+        "a": "REFUTES",
+        "b": "NOT ENOUGH INFO",
+        "c": "NOT ENOUGH INFO",
+        "d": "SUPPORTS",
+        "e": "REFUTES",
+    }
 
 
 def _write_run(tmp_path: Path, overrides: list[str], records: list[dict] | None) -> Path:
@@ -122,5 +128,23 @@ def test_load_judged_refuses_unusable_answers_and_unreadable_runs(tmp_path: Path
     with pytest.raises(SystemExit, match=r"the judge gave no usable answer for claims \['a'\]"):
         grid.load_judged(run)
     (run / "predictions.jsonl").unlink()
-    with pytest.raises(SystemExit, match=r"^--judged .*judged: not a readable evaluate run \(FileNotFoundError"):
+    with pytest.raises(
+        SystemExit, match=r"^--judged .*judged: not a readable evaluate run \(FileNotFoundError"
+    ):
         grid.load_judged(run)
+
+
+class ScriptedPartsClient:
+    """A fake LLMClient for the judge's parts mode: P(Yes) 0.9 for the claim, 0.1 for its parts."""
+
+    def yes_probability_many(self, stage, requests, prompt_sha=""):
+        return [0.9] + [0.1] * (len(requests) - 1)
+
+
+def test_apply_judged_reads_a_part_the_judge_withheld_for() -> None:
+    judge = LLMJudge(ScriptedPartsClient(), parts=lambda c: ["A.", "B."], parts_threshold=0.3)
+    v = Verdict(Label.SUPPORTS, "x.", (SentenceId("P", 0),), _scores(0.5, 0.2, 0.3))
+    held = judge.apply(["A and B."], [[]], [v])[0]
+    assert held.label is Label.NOT_ENOUGH_INFO and "asked about each part" in held.explanation
+    got = grid.apply_judged([_record("a", v)], {"a": _record("a", held)})
+    assert got[0]["predicted_label"] == "NOT ENOUGH INFO"

@@ -178,3 +178,71 @@ def test_batching_is_off_for_sampling_and_for_batch_1(tmp_path):
     assert not llama_cpp_chat(_config(temperature=0.7), tmp_path).batches
     assert not llama_cpp_chat(_config(batch=1), tmp_path).batches
     assert llama_cpp_chat(_config(), tmp_path).batches
+
+
+YES_NO = [
+    "Is Paris the capital of France? Answer Yes or No.",
+    "Is Paris the capital of Spain? Answer Yes or No.",
+    "Is two more than one? Answer Yes or No.",
+]
+
+
+def _p_yes(logits: list[float]) -> float:
+    import math
+
+    return 1 / (1 + math.exp(logits[1] - logits[0]))
+
+
+def test_first_token_logits_read_together_are_those_of_each_prompt_read_alone(backend):
+    import numpy as np
+    from llama_cpp import llama_get_logits_ith
+
+    llama = backend.model._llama
+    ids = [llama.tokenize(w.encode(), add_bos=False)[0] for w in ("Yes", "No")]
+    chats = [_chat(q) for q in YES_NO]
+    together = backend.model.first_token_logits(chats, ["Yes", "No"])  # one group: batch 4
+    for chat, got in zip(chats, together, strict=True):
+        # llama.cpp's own Llama reading the prompt alone
+        llama.reset()
+        llama.eval(BatchDecoder.tokens(backend.model._batched, chat)[0])
+        row = np.ctypeslib.as_array(llama_get_logits_ith(llama.ctx, -1), shape=(llama.n_vocab(),))
+        want = [float(row[i]) for i in ids]
+        assert got == pytest.approx(want, rel=0.01)  # a batched product rounds differently
+        assert _p_yes(got) == pytest.approx(_p_yes(want), abs=0.05)  # SmolLM2: up to 0.023 seen
+    # nothing is generated: reading a prompt again gives its logits again
+    assert backend.model.first_token_logits(chats[:1], ["Yes", "No"])[0] == pytest.approx(
+        together[0], rel=0.01
+    )
+
+
+def test_client_yes_probability_is_the_softmax_over_yes_and_no_words_and_is_cached(backend, tmp_path):
+    import math
+
+    client = LLMClient(_config(), tmp_path, chat=backend, stats=LLMStats()).load()
+    msgs = [[ChatMessage("system", SYSTEM), ChatMessage("user", q)] for q in YES_NO]
+    got = client.yes_probability_many("judge", msgs, "sha")
+    logits = backend.model.first_token_logits(
+        [[m.to_json() for m in ms] for ms in msgs], ["Yes", "yes", "No", "no"]
+    )
+    for p, row in zip(got, logits, strict=True):
+        e = [math.exp(x - max(row)) for x in row]
+        assert 0 < p < 1 and p == pytest.approx((e[0] + e[1]) / sum(e), abs=0.02)
+    assert client.stats.stage("judge").calls == 3
+    again = client.yes_probability_many("judge", msgs, "sha")
+    st = client.stats.stage("judge")
+    assert again == got and st.calls == 3 and st.cache_hits == 3  # read from the cache, no model call
+    # a reply's cache key is not a probability's: the same prompt asked for text is a miss
+    client.chat_text("judge", msgs[0], "sha", max_tokens=1)
+    assert client.stats.stage("judge").calls == 4
+
+
+def test_yes_probability_needs_the_in_process_backend(tmp_path):
+    from garag.llm.base import LLMUnavailableError
+
+    class TextOnly:  # a named fake: a backend that can only return text (as the OpenAI one)
+        fingerprint = "text-only"
+        batches = False
+
+    client = LLMClient(_config(), tmp_path, chat=TextOnly(), stats=LLMStats()).load()
+    with pytest.raises(LLMUnavailableError, match="first-token probabilities need the llama_cpp backend"):
+        client.yes_probability_many("judge", [[ChatMessage("user", "Yes?")]], "sha")

@@ -186,3 +186,128 @@ def test_a_real_model_judges_and_a_rerun_asks_nothing(tmp_path):
     again = LLMJudge(LLMClient(config, tmp_path, stats=LLMStats()).load())
     assert again.apply(claims, [EVIDENCE] * 3, verdicts) == out
     assert again.client.stats.stage("judge").calls == 0 and calls >= 1  # every reply came from the cache
+
+
+class ScriptedProbabilities:
+    """A fake LLMClient for the judge's parts mode: ``yes_probability_many`` returns the set
+    probability of each claim text asked (and records the claim texts of each call)."""
+
+    def __init__(self, p_yes: dict[str, float]) -> None:
+        self.p_yes = p_yes
+        self.calls: list[list[str]] = []
+
+    def chat_text_many(self, *args, **kwargs):
+        raise AssertionError("the parts mode reads probabilities, not replies")
+
+    def yes_probability_many(self, stage, requests, prompt_sha=""):
+        assert stage == "judge" and prompt_sha
+        asked = [m[-1].content.split("Claim: ", 1)[1].split("\n", 1)[0] for m in requests]
+        self.calls.append(asked)
+        return [self.p_yes[c] for c in asked]
+
+
+def _split(claim: str) -> list[str]:
+    return [p.strip() + "." for p in claim.rstrip(".").split(" and ")]
+
+
+def test_parts_withhold_support_where_the_claim_or_one_part_is_unlikely():
+    _needs_langchain()
+    p = {
+        "A and B.": 0.9,
+        "A.": 0.8,
+        "B.": 0.2,  # one part below 0.3: withheld
+        "C and D.": 0.4,
+        "C.": 0.9,
+        "D.": 0.9,  # the whole claim below 0.5: withheld
+        "E and F.": 0.6,
+        "E.": 0.3,
+        "F.": 0.35,  # every part at or above 0.3: stands
+        "G.": 0.55,  # one fact: asked as a whole only
+    }
+    client = ScriptedProbabilities(p)
+    judge = LLMJudge(client, parts=_split, parts_threshold=0.3)
+    claims = ["A and B.", "C and D.", "E and F.", "G.", "H and I."]
+    verdicts = [_verdict(), _verdict(), _verdict(), _verdict(), _verdict(Label.NOT_ENOUGH_INFO)]
+    out = judge.apply(claims, [EVIDENCE] * 5, verdicts)
+    assert [v.label for v in out] == [
+        Label.REFUTES,
+        Label.REFUTES,
+        Label.SUPPORTS,
+        Label.SUPPORTS,
+        Label.NOT_ENOUGH_INFO,
+    ]
+    assert 'gave "B." P(Yes) 0.20 < 0.3' in out[0].explanation
+    assert "the model said No" in out[1].explanation and out[2] == verdicts[2] and out[3] == verdicts[3]
+    # each claim with its parts in one call (the sentences read once); a claim of one fact alone;
+    # the NEI verdict not asked
+    assert client.calls == [
+        ["A and B.", "A.", "B."],
+        ["C and D.", "C.", "D."],
+        ["E and F.", "E.", "F."],
+        ["G."],
+    ]
+    assert judge.counts == {"yes": 3, "no": 1, "unusable": 0, "no_part": 1}
+
+
+def test_parts_need_the_judge_and_enter_the_hash_only_when_set():
+    plain = load_config("configs/baseline-joint.yaml", ["verifier.llm_judge=two_way"])
+    parts = load_config(
+        "configs/baseline-joint.yaml", ["verifier.llm_judge=two_way", "verifier.llm_judge_parts=0.3"]
+    )
+    assert "llm_judge_parts" not in plain.verifier.hash_dump()
+    assert run_config_hash(parts, two_way=True) != run_config_hash(plain, two_way=True)
+    with pytest.raises(ConfigError, match="llm_judge_parts is set but llm_judge is never"):
+        load_config(overrides=["verifier.llm_judge_parts=0.3"])
+    with pytest.raises(ConfigError, match="llm_judge_parts"):
+        load_config(overrides=["verifier.llm_judge=two_way", "verifier.llm_judge_parts=1"])
+
+
+@pytest.mark.llm
+def test_a_real_model_judges_each_part_from_its_probability_and_a_rerun_reads_nothing(tmp_path):
+    pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed (pip install 'garag[llm]')")
+    pytest.importorskip("langchain_core", reason="langchain-core is not installed (pip install 'garag[llm]')")
+    from garag.config import LLMConfig
+    from garag.llm import LLMClient, LLMStats
+
+    config = LLMConfig(model="smollm2-135m", n_ctx=2048, max_tokens=64, timeout_s=60, retries=0)
+    claims = ["Abbey Road is a Beatles album and it was released in 1975.", "The Beatles were Welsh."]
+    client = LLMClient(config, tmp_path, stats=LLMStats()).load()
+    judge = LLMJudge(client, parts=_split, parts_threshold=0.5)
+    whole, parts = judge.ask_parts(claims[0], EVIDENCE)
+    assert [c for c, _ in parts] == ["Abbey Road is a Beatles album.", "it was released in 1975."]
+    out = judge.apply(claims, [EVIDENCE] * 2, [_verdict(), _verdict()])
+    withheld = whole < 0.5 or min(p for _, p in parts) < 0.5
+    assert out[0].label is (Label.REFUTES if withheld else Label.SUPPORTS)
+    assert client.stats.stage("judge").calls == 4  # 3 for the first claim, 1 for the second
+    again = LLMJudge(LLMClient(config, tmp_path, stats=LLMStats()).load(), parts=_split, parts_threshold=0.5)
+    assert again.apply(claims, [EVIDENCE] * 2, [_verdict(), _verdict()]) == out
+    assert again.client.stats.stage("judge").calls == 0  # every probability came from the cache
+
+
+def test_parts_a_claim_the_model_cannot_read_stands_and_a_backend_without_probabilities_stops():
+    _needs_langchain()
+    from garag.llm.base import LLMUnavailableError
+
+    class Failing(ScriptedProbabilities):
+        """The fake above, failing as the backend does on a prompt past llm.n_ctx, or on any
+        prompt of a backend that gives no probabilities."""
+
+        def __init__(self, error: Exception) -> None:
+            super().__init__({"A.": 0.9})
+            self.error = error
+
+        def yes_probability_many(self, stage, requests, prompt_sha=""):
+            if len(requests) > 1:
+                raise self.error
+            return super().yes_probability_many(stage, requests, prompt_sha)
+
+    judge = LLMJudge(
+        Failing(ValueError("a prompt of 5000 tokens does not fit")), parts=_split, parts_threshold=0.3
+    )
+    out = judge.apply(["A and B.", "A."], [EVIDENCE] * 2, [_verdict(), _verdict()])
+    assert [v.label for v in out] == [Label.SUPPORTS, Label.SUPPORTS]
+    assert "no usable answer" in out[0].explanation and out[1] == _verdict()
+    assert judge.counts == {"yes": 1, "no": 0, "unusable": 1, "no_part": 0}
+    judge = LLMJudge(Failing(LLMUnavailableError("no probabilities")), parts=_split, parts_threshold=0.3)
+    with pytest.raises(LLMUnavailableError):
+        judge.apply(["A and B."], [EVIDENCE], [_verdict()])
