@@ -89,7 +89,8 @@ run-multihop: setup
 	@echo "report: results/hover-report-baseline-joint-vs-graph-joint/report.md"
 
 # The LLM judge (README "An LLM judge"): baseline and graph-augmented RAG with the local
-# Qwen2.5-Coder-1.5B asked Yes/No about each claim still SUPPORTED, on HoVer's report part, the
+# Qwen2.5-Coder-1.5B asked Yes/No about each claim still SUPPORTED (on HoVer also about each of its
+# simple facts: verifier.llm_judge_parts), on HoVer's report part, the
 # joint verifier with gold evidence and the judge (trained once, ~35 min on 2 cores; the gold-evidence
 # config was picked on the tune part), and baseline against baseline-judge on FEVER's report part.
 # About 1-4.5 s per claim on 2 cores; replies are cached.

@@ -15,6 +15,10 @@ least P(Yes) >= t; the whole claim's >= 0.5 and every part's >= t (the rule the 
     python benchmarks/llm_judge_parts_probe.py --run RUN_DIR --checked RUN_DIR_AT_THRESHOLD_0 \\
         --model <cache>/llm-models/qwen2.5-coder-1.5b-instruct-q4.gguf --out parts.jsonl
 
+Each prompt is read alone here; the pipeline reads a claim and its parts together on one evidence
+prefix, which moves P(Yes) by up to about 0.02 (batched products round differently), so a claim near
+a threshold can be decided otherwise there.
+
 The output is resumable (claims already in ``--out`` are kept; one written with another prompt
 file is refused).
 """
@@ -23,14 +27,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from benchmarks.llm_judge_probe import chatml  # noqa: E402
+from benchmarks.llm_judge_probe import p_yes, yes_tokens  # noqa: E402
 from benchmarks.two_way_grid import HOPS, load_run, read_run  # noqa: E402
 from garag.types import Evidence, SentenceId  # noqa: E402
 from pipeline.decompose import RuleDecomposer  # noqa: E402
@@ -47,8 +50,7 @@ def main() -> int:
     ap.add_argument("--model", required=True, help="the GGUF file")
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
-    import numpy as np
-    from llama_cpp import Llama, llama_get_logits_ith
+    from llama_cpp import Llama
     from sklearn.metrics import f1_score, roc_auc_score
 
     cfg, dataset, store, rows, _ = load_run(Path(args.run), "--run")
@@ -56,7 +58,9 @@ def main() -> int:
     if checked_cfg.verifier.two_way_threshold != 0 or checked_cfg.data.part != "tune":
         raise SystemExit(f"--checked {args.checked}: needs a tune run at verifier.two_way_threshold 0")
     # the judge (if on) comes after the check: a claim it withheld passed the check
-    passed = {r["id"] for r in checked if r["predicted_label"] == "SUPPORTS" or withheld(r["explanation"])}
+    passed = {
+        r["id"] for r in checked if r["predicted_label"] == "SUPPORTS" or withheld(r.get("explanation", ""))
+    }
     hops = {c.id: str(c.num_hops) for c in dataset.claims()}
     gold = {r["id"]: r["label"] == "SUPPORTED" for r in rows}
     prompt = load_prompt("judge")
@@ -68,16 +72,12 @@ def main() -> int:
             raise SystemExit(f"{out}: written with another judge prompt")
     parts_of = RuleDecomposer(cfg.decomposition).load().subclaims
     llm = Llama(model_path=args.model, n_ctx=4096, verbose=False)
-    token = {w: llm.tokenize(w.encode(), add_bos=False)[0] for w in ("Yes", "yes", "No", "no")}
+    token = yes_tokens(llm)
 
-    def p_yes(claim: str, evidence: list[Evidence]) -> float:
-        messages = prompt.render(claim=" ".join(claim.split()), evidence=evidence_lines(evidence))
-        llm.reset()
-        llm.eval(llm.tokenize(chatml(messages).encode(), add_bos=False, special=True))
-        logits = np.ctypeslib.as_array(llama_get_logits_ith(llm.ctx, -1), shape=(llm.n_vocab(),))
-        top = max(float(logits[t]) for t in token.values())
-        p = {w: math.exp(float(logits[t]) - top) for w, t in token.items()}
-        return (p["Yes"] + p["yes"]) / sum(p.values())
+    def ask(claim: str, evidence: list[Evidence]) -> float:
+        return p_yes(
+            llm, token, prompt.render(claim=" ".join(claim.split()), evidence=evidence_lines(evidence))
+        )
 
     with out.open("a", encoding="utf-8") as f:
         for r in rows:
@@ -93,8 +93,8 @@ def main() -> int:
                 "hops": hops[r["id"]],
                 "claim": r["claim"],
                 "parts": parts,
-                "whole": p_yes(r["claim"], ev),
-                "part_p": [p_yes(c, ev) for c in parts],
+                "whole": ask(r["claim"], ev),
+                "part_p": [ask(c, ev) for c in parts],
                 "prompt_sha256": prompt.sha256,
             }
             done[d["id"]] = d

@@ -48,6 +48,25 @@ def chatml(messages) -> str:  # noqa: ANN001 - ChatMessage list
     return turns + "<|im_start|>assistant\n"
 
 
+def yes_tokens(llm) -> dict[str, int]:  # noqa: ANN001 - a llama_cpp.Llama
+    """The first token of each of Yes, yes, No and no."""
+    return {w: llm.tokenize(w.encode(), add_bos=False)[0] for w in ("Yes", "yes", "No", "no")}
+
+
+def p_yes(llm, token: dict[str, int], messages) -> float:  # noqa: ANN001 - Llama, ChatMessage list
+    """The model's probability of Yes against No (either case) as the reply's first token, the
+    prompt read alone."""
+    import numpy as np
+    from llama_cpp import llama_get_logits_ith
+
+    llm.reset()
+    llm.eval(llm.tokenize(chatml(messages).encode(), add_bos=False, special=True))
+    logits = np.ctypeslib.as_array(llama_get_logits_ith(llm.ctx, -1), shape=(llm.n_vocab(),))
+    top = max(float(logits[t]) for t in token.values())
+    p = {w: math.exp(float(logits[t]) - top) for w, t in token.items()}
+    return (p["Yes"] + p["yes"]) / sum(p.values())
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--run", required=True, help="a saved 2-way evaluate run (its predictions.jsonl)")
@@ -57,8 +76,7 @@ def main() -> int:
     ap.add_argument("--threads", type=int, default=0)
     ap.add_argument("--prompt-dir", help="read judge.yaml from here instead of prompts/ (to compare prompts)")
     args = ap.parse_args()
-    import numpy as np
-    from llama_cpp import Llama, llama_get_logits_ith
+    from llama_cpp import Llama
     from sklearn.metrics import f1_score, roc_auc_score
 
     _, dataset, store, rows, _ = load_run(Path(args.run), "--run")
@@ -74,7 +92,7 @@ def main() -> int:
         if other:  # resuming with another prompt would mix two prompts' answers in one table
             raise SystemExit(f"{out}: written with another judge prompt (or before prompts were recorded)")
     llm = Llama(model_path=args.model, n_ctx=4096, n_threads=args.threads or None, verbose=False)
-    token = {w: llm.tokenize(w.encode(), add_bos=False)[0] for w in ("Yes", "yes", "No", "no")}
+    token = yes_tokens(llm)
     with out.open("a", encoding="utf-8") as f:
         for r in rows:
             if r["id"] in done:
@@ -82,14 +100,9 @@ def main() -> int:
             found = (store.get(SentenceId(p, int(n))) for p, n in r["evidence_read"])
             ev = [Evidence(s.id, s.text) for s in found if s is not None]
             messages = prompt.render(claim=" ".join(r["claim"].split()), evidence=evidence_lines(ev))
-            llm.reset()
-            llm.eval(llm.tokenize(chatml(messages).encode(), add_bos=False, special=True))
-            logits = np.ctypeslib.as_array(llama_get_logits_ith(llm.ctx, -1), shape=(llm.n_vocab(),))
-            top = max(float(logits[t]) for t in token.values())
-            p = {w: math.exp(float(logits[t]) - top) for w, t in token.items()}
             d = {
                 "id": r["id"],
-                "p_yes": (p["Yes"] + p["yes"]) / sum(p.values()),
+                "p_yes": p_yes(llm, token, messages),
                 "label": r["label"],
                 "supports": r["scores"]["SUPPORTS"],
                 "prompt_sha256": prompt.sha256,

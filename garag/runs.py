@@ -29,8 +29,8 @@ def run_config_hash(config: Config, *, two_way: bool) -> str:
     """The settings hash that names a prediction run (``evaluate``, ``compare``).
 
     ``eval`` and ``paths`` never count.  Nor, on 3-way data (``two_way`` False: FEVER), do the
-    settings that act on 2-way labels only (``verifier.two_way_threshold`` and
-    ``verifier.entity_check: two_way``, ``verifier.llm_judge: two_way``): tuning them on HoVer leaves
+    settings that act on 2-way labels only (``verifier.two_way_threshold``, ``verifier.llm_judge_parts``
+    and ``verifier.entity_check: two_way``, ``verifier.llm_judge: two_way``): tuning them on HoVer leaves
     saved FEVER predictions valid.
     """
     if not two_way:
@@ -39,6 +39,7 @@ def run_config_hash(config: Config, *, two_way: bool) -> str:
         for switch in ("entity_check", "llm_judge"):
             if getattr(verifier, switch) == "two_way":
                 update[switch] = "never"
+        update["llm_judge_parts"] = 0.0  # parts mode acts on 2-way verdicts only
         config = config.model_copy(update={"verifier": verifier.replace(**update)})
     return settings_hash(config.hash_dict() | {"eval": None, "paths": None})
 

@@ -114,6 +114,11 @@ class VerificationPipeline:
         from verifier.nli import NLIVerifier
 
         cfg = self.config
+        if cfg.verifier.llm_judge_parts > 0 and cfg.llm.backend != "llama_cpp":  # before any training
+            raise ConfigError(
+                f"verifier.llm_judge_parts reads first-token probabilities, which llm.backend "
+                f"{cfg.llm.backend} does not give; use llm.backend llama_cpp or llm_judge_parts 0"
+            )
         self.retrieval.build(force=force)
         self.model_path = str(ensure_verifier(cfg, progress=self.progress))
         nli = NLIVerifier(cfg.verifier, self.model_path).load()
@@ -153,12 +158,6 @@ class VerificationPipeline:
             parts = None
             if cfg.verifier.llm_judge_parts > 0:
                 from pipeline.decompose import RuleDecomposer
-
-                if cfg.llm.backend != "llama_cpp":  # the OpenAI-compatible backend returns text only
-                    raise ConfigError(
-                        f"verifier.llm_judge_parts reads first-token probabilities, which llm.backend "
-                        f"{cfg.llm.backend} does not give; use llm.backend llama_cpp or llm_judge_parts 0"
-                    )
 
                 parts = RuleDecomposer(cfg.decomposition).load().subclaims
             self.llm_judge = LLMJudge(
@@ -317,7 +316,7 @@ def decide(
         if judge is None:
             asked = settings.llm_judge
             raise ValueError(f"verifier.llm_judge is {asked} on this data, but no LLM judge was given")
-        out = judge.apply(claims, checked, out)
+        out = judge.apply(claims, checked, out, two_way_data=two_way_data)
     return out
 
 

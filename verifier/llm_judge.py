@@ -9,7 +9,13 @@ ENOUGH INFO, as the entity check does) and the explanation says so; "Yes" keeps 
 reply that starts with neither (or a call that fails or times out) keeps the verdict too, and is
 counted as unusable.
 
-Only SUPPORTS verdicts are asked, so the judge costs one short LLM call per claim at most.  The
+With ``verifier.llm_judge_parts`` > 0 (parts mode), on 2-way data (HoVer's multi-hop claims), the
+judge reads the model's probability of Yes instead of its reply, for the claim and for each of its
+simple facts, and withholds SUPPORTED where the claim's is below 0.5 or a part's below the setting
+(``LLMJudge``); FEVER's 3-way verdicts (``always``) keep the greedy answer on the whole claim.
+
+Only SUPPORTS verdicts are asked, so the judge costs one short LLM call per claim at most (in parts
+mode one prompt read for the claim and one for each part, on one evidence prefix).  The
 prompts are decoded ``llm.batch`` at a time; one whose batch ran past ``llm.timeout_s`` or failed is
 asked again on its own.  Replies are cached like every LLM stage's (``llm/responses.sqlite``), so a
 rerun asks nothing again, except where a call still timed out or failed: those are not cached, and
@@ -40,11 +46,14 @@ MAX_TOKENS = 4
 SAID_NO = "LLM judge: asked if the sentences read support all of the claim, the model said No."
 UNUSABLE = "LLM judge: no usable answer; the verdict stands."
 PART_NO = 'LLM judge: asked about each part of the claim, the model gave "{part}" P(Yes) {p:.2f} < {t:g}.'
+WHOLE_NO = (
+    "LLM judge: asked if the sentences read support all of the claim, the model gave P(Yes) {p:.2f} < 0.5."
+)
 
 
 def withheld(explanation: str) -> bool:
     """Whether the judge withheld SUPPORTED from the verdict with this explanation."""
-    return SAID_NO in explanation or PART_NO.split("{", 1)[0] in explanation
+    return any(note.split("{", 1)[0] in explanation for note in (SAID_NO, PART_NO, WHOLE_NO))
 
 
 def answer(text: str) -> bool | None:
@@ -59,7 +68,7 @@ def evidence_lines(evidence: Sequence[Evidence]) -> str:
 
 
 class LLMJudge:
-    """Asks the chat model about each SUPPORTS verdict and withholds it where the model says No.
+    """Asks the chat model about each SUPPORTS verdict and withholds it where the model doubts it.
 
     With ``parts`` (``verifier.llm_judge_parts`` > 0) the judge reads the model's probability of
     Yes instead of its greedy answer, for the claim and for each of its simple facts (``parts``:
@@ -75,7 +84,8 @@ class LLMJudge:
         parts_threshold: the smallest probability of Yes a part may have.
 
     Attributes:
-        counts: "yes", "no" and "unusable" replies so far ("no_part": claims withheld for a part).
+        counts: "yes", "no" and "unusable" replies so far; in parts mode "yes" and "no" are for
+            the whole claim, and "no_part" counts the claims withheld for a part after a "yes".
     """
 
     stage = "judge"
@@ -117,7 +127,8 @@ class LLMJudge:
         low = [(c, p) for c, p in parts if p < self.parts_threshold]
         if whole < 0.5:
             self.counts["no"] += 1
-            return Verdict(v.likelier_unsupported(), f"{v.explanation} {SAID_NO}", v.evidence, v.scores)
+            note = WHOLE_NO.format(p=whole)
+            return Verdict(v.likelier_unsupported(), f"{v.explanation} {note}", v.evidence, v.scores)
         self.counts["yes"] += 1
         if not low:
             return v
@@ -145,14 +156,19 @@ class LLMJudge:
         return out
 
     def apply(
-        self, claims: Sequence[str], evidence: Sequence[Sequence[Evidence]], verdicts: Sequence[Verdict]
+        self,
+        claims: Sequence[str],
+        evidence: Sequence[Sequence[Evidence]],
+        verdicts: Sequence[Verdict],
+        two_way_data: bool = True,
     ) -> list[Verdict]:
-        """The verdicts with SUPPORTS withheld where the model answers No."""
+        """The verdicts with SUPPORTS withheld where the model answers No (parts mode, on 2-way
+        data only: where the claim's P(Yes) is below 0.5 or a part's below ``parts_threshold``)."""
         out = list(verdicts)
         todo = [i for i, v in enumerate(verdicts) if v.label is Label.SUPPORTS]
         if not todo:
             return out
-        if self.parts is not None:
+        if self.parts is not None and two_way_data:
             for i in todo:
                 out[i] = self._judge_parts(claims[i], evidence[i], verdicts[i])
             return out

@@ -62,11 +62,11 @@ class VerifierConfig(Section):
             after the threshold and the entity check, and withhold SUPPORTED where it says No
             (verifier/llm_judge.py, prompts/judge.yaml); "always": on FEVER's 3-way verdicts too;
             "never" (the default) asks nothing.
-        llm_judge_parts: > 0: the judge reads the model's probability of Yes (the in-process
-            llama_cpp backend only) for the claim and for each of its simple facts (the rule
-            decomposer's sub-claims, ``decomposition.spacy_model``) on the same sentences, and
-            withholds SUPPORTED where the claim's is below 0.5 or a part's below this; 0 (the
-            default): the greedy answer on the whole claim.
+        llm_judge_parts: > 0: on 2-way datasets (HoVer) the judge reads the model's probability
+            of Yes (the in-process llama_cpp backend only) for the claim and for each of its simple
+            facts (the rule decomposer's sub-claims, ``decomposition.spacy_model``) on the same
+            sentences, and withholds SUPPORTED where the claim's is below 0.5 or a part's below
+            this; 0 (the default), and on FEVER's 3-way verdicts: the greedy answer on the whole claim.
     """
 
     section: ClassVar[str] = "verifier"
@@ -139,7 +139,10 @@ class VerifierConfig(Section):
     @model_validator(mode="after")
     def _parts_need_the_judge(self) -> VerifierConfig:
         if self.llm_judge_parts > 0 and self.llm_judge == "never":
-            raise ValueError("llm_judge_parts is set but llm_judge is never; set llm_judge two_way or always")
+            raise ValueError(
+                "llm_judge_parts is set but llm_judge is never; "
+                "set llm_judge two_way or always, or llm_judge_parts 0"
+            )
         return self
 
     @model_validator(mode="after")

@@ -128,7 +128,7 @@ class LangChainChat:
     def first_token_logits(
         self, requests: Sequence[Sequence[ChatMessage]], words: Sequence[str]
     ) -> list[list[float]]:
-        """For each prompt, the logits of each word's first token as the reply's first token.
+        """The logits of each word's first token as each prompt's first reply token.
 
         Raises:
             LLMUnavailableError: the backend cannot read a reply's first-token logits (only the

@@ -360,12 +360,13 @@ class LLMClient:
         yes: Sequence[str] = YES_WORDS,
         no: Sequence[str] = NO_WORDS,
     ) -> list[float]:
-        """For each prompt, the model's probability that its reply starts with one of ``yes``
-        rather than one of ``no`` (each word's first token; softmax over those tokens only), read
-        from the logits of the reply's first token without generating it (the in-process llama.cpp
-        backend only).  Prompts are read ``llm.batch`` at a time; prompts that share a prefix
-        (several questions on one evidence) read it once.  Cached like replies (under a key of its
-        own), so a rerun reads nothing.
+        """P(the reply starts with one of ``yes`` rather than one of ``no``) for each prompt.
+
+        Read from the logits of the reply's first token (each word's first token; a softmax over
+        those tokens only) without generating it, on the in-process llama.cpp backend only.
+        Prompts are read ``llm.batch`` at a time; prompts that share a prefix (several questions on
+        one evidence) read it once.  Cached like replies (under a key of its own), so a rerun
+        reads nothing.  ``llm.timeout_s`` does not apply: nothing is generated.
 
         Raises:
             LLMUnavailableError: the backend cannot read first-token logits.
@@ -393,7 +394,11 @@ class LLMClient:
         for start in range(0, len(missing), size):
             group = missing[start : start + size]
             started = time.perf_counter()
-            logits = read([requests[i] for i in group], words)  # type: ignore[misc]
+            try:
+                logits = read([requests[i] for i in group], words)  # type: ignore[misc]
+            except Exception:
+                self.stats.add(stage, calls=len(group), errors=1, seconds=time.perf_counter() - started)
+                raise
             self.stats.add(stage, calls=len(group), seconds=time.perf_counter() - started)
             for i, row in zip(group, logits, strict=True):
                 top = max(row)
@@ -401,6 +406,8 @@ class LLMClient:
                 p = sum(e[: len(yes)]) / sum(e)
                 out[i] = p
                 self._store(stage, keys[i], ChatReply(repr(p), 0, 0), None)
+        if None in out:
+            raise RuntimeError(f"{stage}: a first-token probability is missing")
         return [float(p) for p in out if p is not None]
 
     def _text_each(

@@ -1,4 +1,5 @@
-"""Greedy replies to many chats at once on one llama.cpp context, a sequence each.
+"""Greedy replies to many chats at once on one llama.cpp context, a sequence each (and, reading
+the prompts only, the logits of their first reply token: ``BatchDecoder.first_logits``).
 
 On CPU a token step reads every weight once whatever the number of sequences it
 advances, so stepping 8 replies together is far cheaper than 8 steps: Qwen2.5-Coder-1.5B
@@ -38,7 +39,7 @@ class BatchReply:
 
 
 class BatchDecoder:
-    """Greedy generation for up to ``n_seq`` chats at a time.
+    """Greedy generation (or first-token logits) for up to ``n_seq`` chats at a time.
 
     Args:
         llama: a loaded ``llama_cpp.Llama`` (its weights, tokenizer and chat template are used).
@@ -216,7 +217,7 @@ class BatchDecoder:
     def _read_prompts(self, toks: Sequence[list[int]], pick: Callable[[np.ndarray], Any]) -> list[Any]:
         """Read a group's prompts, a sequence each; ``pick`` of each one's logits after its prompt.
 
-        Sequence 0 reads its whole prompt past what it already holds, in n_batch chunks, as
+        Sequence 0 reads its whole prompt past what it already holds, 512 tokens a decode, as
         create_chat_completion does (so a chat decoded alone gets the same reply), then lends the
         shared prefix to the others, which read the rest of theirs together."""
         lib = self._lib

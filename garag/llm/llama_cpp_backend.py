@@ -130,11 +130,13 @@ class LlamaCppChatModel(BaseChatModel):
             return decoder.generate(chats, budget, max_lines, timeout_s)
 
     def first_token_logits(self, chats: list[list[dict[str, str]]], words: list[str]) -> list[list[float]]:
-        """For each chat, the logits of each word's first token as the reply's first token
-        (``garag.llm.llama_batch.BatchDecoder.first_logits``; chats sharing a prefix read it once).
+        """The logits of each word's first token as each chat's first reply token.
+
+        ``garag.llm.llama_batch.BatchDecoder.first_logits``: chats sharing a prefix read it once.
 
         Raises:
-            LLMUnavailableError: the model has no chat template.
+            LLMUnavailableError: the model's chats are not formatted by its own template (none, or
+                a built-in format), or two words start with the same token.
             ValueError: a prompt does not fit ``n_ctx``.
         """
         try:
@@ -142,6 +144,8 @@ class LlamaCppChatModel(BaseChatModel):
         except ValueError as e:
             raise LLMUnavailableError(f"llama.cpp: {e}") from e
         ids = [self._llama.tokenize(w.encode("utf-8"), add_bos=False)[0] for w in words]
+        if len(set(ids)) != len(ids):  # one token counted twice, or on both sides
+            raise LLMUnavailableError(f"llama.cpp: the words {list(words)} do not start with distinct tokens")
         with self._lock:
             return decoder.first_logits(chats, ids)
 

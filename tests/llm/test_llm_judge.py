@@ -237,7 +237,8 @@ def test_parts_withhold_support_where_the_claim_or_one_part_is_unlikely():
         Label.NOT_ENOUGH_INFO,
     ]
     assert 'gave "B." P(Yes) 0.20 < 0.3' in out[0].explanation
-    assert "the model said No" in out[1].explanation and out[2] == verdicts[2] and out[3] == verdicts[3]
+    assert "the model gave P(Yes) 0.40 < 0.5" in out[1].explanation
+    assert out[2] == verdicts[2] and out[3] == verdicts[3]
     # each claim with its parts in one call (the sentences read once); a claim of one fact alone;
     # the NEI verdict not asked
     assert client.calls == [
@@ -256,6 +257,8 @@ def test_parts_need_the_judge_and_enter_the_hash_only_when_set():
     )
     assert "llm_judge_parts" not in plain.verifier.hash_dump()
     assert run_config_hash(parts, two_way=True) != run_config_hash(plain, two_way=True)
+    # on 3-way data a two_way judge is off, and its parts setting with it
+    assert run_config_hash(parts, two_way=False) == run_config_hash(plain, two_way=False)
     with pytest.raises(ConfigError, match="llm_judge_parts is set but llm_judge is never"):
         load_config(overrides=["verifier.llm_judge_parts=0.3"])
     with pytest.raises(ConfigError, match="llm_judge_parts"):
@@ -311,3 +314,25 @@ def test_parts_a_claim_the_model_cannot_read_stands_and_a_backend_without_probab
     judge = LLMJudge(Failing(LLMUnavailableError("no probabilities")), parts=_split, parts_threshold=0.3)
     with pytest.raises(LLMUnavailableError):
         judge.apply(["A and B."], [EVIDENCE], [_verdict()])
+
+
+def test_parts_act_on_two_way_data_only_fever_keeps_the_greedy_answer():
+    _needs_langchain()
+    settings = load_config(overrides=["verifier.llm_judge=always", "verifier.llm_judge_parts=0.3"]).verifier
+
+    class Both(ScriptedClient):
+        """The greedy-reply fake above that fails if asked for probabilities."""
+
+        def yes_probability_many(self, *args, **kwargs):
+            raise AssertionError("FEVER's 3-way verdicts are not judged in parts")
+
+    client = Both([Structured("No", "No")])
+    judge = LLMJudge(client, parts=_split, parts_threshold=0.3)
+    fever = decide([_verdict()], ["A and B."], [EVIDENCE], settings, None, two_way_data=False, judge=judge)
+    assert fever[0].label is Label.REFUTES and "the model said No" in fever[0].explanation
+    always = load_config("configs/baseline-joint.yaml", ["verifier.llm_judge=always"])
+    parts = load_config(
+        "configs/baseline-joint.yaml", ["verifier.llm_judge=always", "verifier.llm_judge_parts=0.3"]
+    )
+    assert run_config_hash(parts, two_way=False) == run_config_hash(always, two_way=False)
+    assert run_config_hash(parts, two_way=True) != run_config_hash(always, two_way=True)
