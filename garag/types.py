@@ -119,6 +119,12 @@ class Verdict:
         nei = float(self.scores.get(Label.NOT_ENOUGH_INFO, 0.0))
         return Label.REFUTES if refute > nei else Label.NOT_ENOUGH_INFO
 
+    def noted(self, note: str, withhold: bool = False) -> Verdict:
+        """This verdict with ``note`` added to its explanation; with ``withhold``, SUPPORTS withheld
+        too (the label becomes :meth:`likelier_unsupported`)."""
+        label = self.likelier_unsupported() if withhold else self.label
+        return Verdict(label, f"{self.explanation} {note}", self.evidence, self.scores)
+
 
 @dataclass(frozen=True)
 class Triplet:

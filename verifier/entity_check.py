@@ -100,10 +100,10 @@ def withhold_support(verdict: Verdict, missing: Sequence[str]) -> Verdict:
     """``verdict`` unless it is SUPPORTS with entities missing: then the likelier other label."""
     if verdict.label is not Label.SUPPORTS or not missing:
         return verdict
-    label = verdict.likelier_unsupported()
     names = ", ".join(f'"{m}"' for m in missing)
-    note = f" Entity check: no sentence read names {names}, so the claim is not supported."
-    return Verdict(label, verdict.explanation + note, verdict.evidence, verdict.scores)
+    return verdict.noted(
+        f"Entity check: no sentence read names {names}, so the claim is not supported.", True
+    )
 
 
 def _names(doc) -> list[tuple[str, str]]:  # noqa: ANN001 - a spaCy Doc

@@ -123,19 +123,17 @@ class LLMJudge:
         except Exception as e:  # one claim the model could not read (e.g. past llm.n_ctx): it stands
             logger.warning("LLM judge: %s; the verdict stands", e)
             self.counts["unusable"] += 1
-            return Verdict(v.label, f"{v.explanation} {UNUSABLE}", v.evidence, v.scores)
-        low = [(c, p) for c, p in parts if p < self.parts_threshold]
+            return v.noted(UNUSABLE)
         if whole < 0.5:
             self.counts["no"] += 1
-            note = WHOLE_NO.format(p=whole)
-            return Verdict(v.likelier_unsupported(), f"{v.explanation} {note}", v.evidence, v.scores)
+            return v.noted(WHOLE_NO.format(p=whole), withhold=True)
         self.counts["yes"] += 1
+        low = [(c, p) for c, p in parts if p < self.parts_threshold]
         if not low:
             return v
         self.counts["no_part"] += 1
         c, p = min(low, key=lambda x: x[1])
-        note = PART_NO.format(part=c, p=p, t=self.parts_threshold)
-        return Verdict(v.likelier_unsupported(), f"{v.explanation} {note}", v.evidence, v.scores)
+        return v.noted(PART_NO.format(part=c, p=p, t=self.parts_threshold), withhold=True)
 
     def ask(self, claims: Sequence[str], evidence: Sequence[Sequence[Evidence]]) -> list[bool | None]:
         """The model's answer for each claim and its sentences (None: unusable)."""
@@ -174,9 +172,8 @@ class LLMJudge:
             return out
         said = self.ask([claims[i] for i in todo], [evidence[i] for i in todo])
         for i, yes in zip(todo, said, strict=True):
-            v = verdicts[i]
             if yes is False:
-                out[i] = Verdict(v.likelier_unsupported(), f"{v.explanation} {SAID_NO}", v.evidence, v.scores)
+                out[i] = verdicts[i].noted(SAID_NO, withhold=True)
             elif yes is None:
-                out[i] = Verdict(v.label, f"{v.explanation} {UNUSABLE}", v.evidence, v.scores)
+                out[i] = verdicts[i].noted(UNUSABLE)
         return out

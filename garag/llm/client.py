@@ -196,6 +196,20 @@ class LLMClient:
                 return hit
         return None
 
+    def _lookup(
+        self, stage: str, keys: Sequence[tuple[str, str | None]]
+    ) -> tuple[dict[int, ChatReply], list[int]]:
+        """The cached replies by position in ``keys``, and the positions the cache lacks."""
+        hits: dict[int, ChatReply] = {}
+        missing: list[int] = []
+        for i, k in enumerate(keys):
+            hit = self._cached(stage, k)
+            if hit is None:
+                missing.append(i)
+            else:
+                hits[i] = hit
+        return hits, missing
+
     def _store(
         self, stage: str, keys: tuple[str, str | None], reply: ChatReply, max_lines: int | None
     ) -> None:
@@ -308,14 +322,10 @@ class LLMClient:
             return self._text_each(stage, requests, prompt_sha, max_tokens, max_lines)
         results: list[Structured[str] | None] = [None] * len(requests)
         keys = [self._keys(m, None, prompt_sha, max_tokens, max_lines) for m in requests]
-        missing = []
-        for i, k in enumerate(keys):
-            hit = self._cached(stage, k)
-            if hit is not None:
-                self.stats.add(stage, requests=1)
-                results[i] = self._text_result(stage, hit, max_tokens, max_lines)
-            else:
-                missing.append(i)
+        hits, missing = self._lookup(stage, keys)
+        for i, hit in hits.items():
+            self.stats.add(stage, requests=1)
+            results[i] = self._text_result(stage, hit, max_tokens, max_lines)
         size = max(1, self.config.batch)
         for start in range(0, len(missing), size):  # each group cached as soon as it is decoded
             group = missing[start : start + size]
@@ -376,15 +386,11 @@ class LLMClient:
         words = [*yes, *no]
         marker = {"first_token_probability": {"yes": list(yes), "no": list(no)}}
         keys = [self._keys(m, marker, prompt_sha, 1, None) for m in requests]
+        hits, missing = self._lookup(stage, keys)
+        self.stats.add(stage, requests=len(requests))
         out: list[float | None] = [None] * len(requests)
-        missing = []
-        for i, k in enumerate(keys):
-            hit = self._cached(stage, k)
-            self.stats.add(stage, requests=1)
-            if hit is not None:
-                out[i] = float(hit.text)
-            else:
-                missing.append(i)
+        for i, hit in hits.items():
+            out[i] = float(hit.text)
         read = getattr(self.chat, "first_token_logits", None)
         if missing and read is None:
             raise LLMUnavailableError(

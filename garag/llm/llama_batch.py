@@ -19,7 +19,7 @@ part (24 of those 30 programs were the same), so a reply can depend on its batch
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -117,24 +117,33 @@ class BatchDecoder:
         Raises:
             ValueError: one prompt and its reply do not fit the context.
         """
-        prompts = [self.tokens(c) for c in chats]
         out: list[BatchReply] = []
+        for group in self._groups([self.tokens(c) for c in chats], max_tokens):
+            out.extend(
+                self._guarded(lambda group=group: self._group(group, max_tokens, max_lines, timeout_s))
+            )
+        return out
+
+    def _groups(
+        self, prompts: list[tuple[list[int], list[str]]], max_tokens: int
+    ) -> Iterator[list[tuple[list[int], list[str]]]]:
+        """The prompts in order, in groups of at most ``n_seq`` that fit the context with a reply of
+        ``max_tokens`` each.
+
+        Raises:
+            ValueError: one prompt and its reply do not fit the context.
+        """
         start = 0
         while start < len(prompts):
             end = min(start + self.n_seq, len(prompts))
             while end > start + 1 and not self._fits(prompts[start:end], max_tokens):
                 end -= 1
             if not self._fits(prompts[start:end], max_tokens):
-                raise ValueError(
-                    f"a prompt of {len(prompts[start][0])} tokens and a reply of {max_tokens}"
-                    f" do not fit llm.n_ctx {self.n_ctx}"
-                )
-            group = prompts[start:end]
-            out.extend(
-                self._guarded(lambda group=group: self._group(group, max_tokens, max_lines, timeout_s))
-            )
+                size = len(prompts[start][0])
+                reply = f" and a reply of {max_tokens} do not fit" if max_tokens else " does not fit"
+                raise ValueError(f"a prompt of {size} tokens{reply} llm.n_ctx {self.n_ctx}")
+            yield prompts[start:end]
             start = end
-        return out
 
     def _fits(self, group: Sequence[tuple[list[int], list[str]]], max_tokens: int) -> bool:
         k = _common_prefix([t for t, _ in group])
@@ -185,24 +194,15 @@ class BatchDecoder:
         Raises:
             ValueError: a prompt does not fit the context.
         """
-        prompts = [self.tokens(c) for c in chats]
         ids = list(token_ids)
         out: list[list[float]] = []
-        start = 0
-        while start < len(prompts):
-            end = min(start + self.n_seq, len(prompts))
-            while end > start + 1 and not self._fits(prompts[start:end], 0):
-                end -= 1
-            if not self._fits(prompts[start:end], 0):
-                raise ValueError(
-                    f"a prompt of {len(prompts[start][0])} tokens does not fit llm.n_ctx {self.n_ctx}"
+        for group in self._groups([self.tokens(c) for c in chats], 0):
+            toks = [t for t, _ in group]
+            out.extend(
+                self._guarded(
+                    lambda toks=toks: self._read_prompts(toks, lambda x: [float(x[i]) for i in ids])
                 )
-            toks = [t for t, _ in prompts[start:end]]
-            picked = self._guarded(
-                lambda toks=toks: self._read_prompts(toks, lambda x: [float(x[i]) for i in ids])
             )
-            out.extend(picked)
-            start = end
         return out
 
     def _guarded(self, call: Callable[[], Any]) -> Any:
