@@ -73,23 +73,25 @@ def load_run(run_dir: Path, what: str = "run") -> tuple:
     meta, cfg, records = read_run(run_dir, what)
     if cfg.data.part != "tune":
         part = cfg.data.part
-        raise SystemExit(f"{run_dir}/run.json: data.part is {part!r}; this grid reads tune runs only")
+        raise SystemExit(f"{what} {run_dir}/run.json: data.part is {part!r}; this grid reads tune runs only")
     if cfg.verifier.llm_judge != "never":
         raise SystemExit(
-            f"{run_dir}/run.json: verifier.llm_judge is {cfg.verifier.llm_judge!r}; this grid re-decides "
-            "runs without the LLM judge (its answers are not saved with the run)"
+            f"{what} {run_dir}/run.json: verifier.llm_judge is {cfg.verifier.llm_judge!r}; this grid "
+            "re-decides runs without the LLM judge (its answers are not saved with the run)"
         )
     if cfg.reasoning.programs != "none" and cfg.reasoning.combine == "and":
         # the check then also reads every step's evidence, which predictions.jsonl does not hold
-        raise SystemExit(f"{run_dir}/run.json: reasoning.combine is 'and'; this grid re-decides 'union' runs")
+        raise SystemExit(
+            f"{what} {run_dir}/run.json: reasoning.combine is 'and'; this grid re-decides 'union' runs"
+        )
     dataset = dataset_from_config(cfg.data)
     if not dataset.two_way:
-        raise SystemExit(f"{run_dir}/run.json: dataset {dataset.name!r} is not 2-way")
+        raise SystemExit(f"{what} {run_dir}/run.json: dataset {dataset.name!r} is not 2-way")
     tune = {c.id for c in dataset.claims()}
     have = {r["id"] for r in records}
     if have != tune or len(records) != len(tune):
         raise SystemExit(
-            f"{run_dir}/predictions.jsonl: {len(have & tune)} of the {len(tune)} tune claims, "
+            f"{what} {run_dir}/predictions.jsonl: {len(have & tune)} of the {len(tune)} tune claims, "
             f"{len(records)} records; the grid needs the whole tune part, once each"
         )
     store, _, _ = build_sentence_store(dataset, Path(cfg.paths.cache_dir), cfg.data.skip_bad_lines, False)
@@ -124,8 +126,9 @@ def row(dataset, records: list[dict]) -> dict:
     }
 
 
-def load_judged(run_dir: Path) -> dict[str, dict]:
-    """A judged tune run at threshold 0: its records by claim id (see the module's text)."""
+def load_judged(run_dir: Path) -> tuple[dict[str, dict], float]:
+    """A judged tune run at threshold 0: its records by claim id (see the module's text) and its
+    ``verifier.llm_judge_parts`` (0: the greedy judge)."""
     _, cfg, records = read_run(run_dir, "--judged")
     v = cfg.verifier
     if cfg.data.part != "tune" or v.llm_judge != "two_way" or v.two_way_threshold != 0:
@@ -136,7 +139,7 @@ def load_judged(run_dir: Path) -> dict[str, dict]:
     unusable = [r["id"] for r in records if UNUSABLE in r.get("explanation", "")]
     if unusable:  # a run at another threshold would have asked again: the answer is not known
         raise SystemExit(f"--judged {run_dir}: the judge gave no usable answer for claims {unusable[:5]}")
-    return {r["id"]: r for r in records}
+    return {r["id"]: r for r in records}, v.llm_judge_parts
 
 
 def apply_judged(records: list[dict], judged: dict[str, dict]) -> list[dict]:
@@ -171,9 +174,9 @@ def grid(run_dir: Path, judged_dir: Path | None = None) -> dict:
     if diff:
         raise SystemExit(f"{run_dir}: re-deciding at the run's threshold {own} changes claims {diff[:5]}")
     rows = {"as run": row(dataset, records)}
-    judged = None
+    judged, parts = None, None
     if judged_dir is not None:
-        judged = load_judged(judged_dir)
+        judged, parts = load_judged(judged_dir)
         at0 = redecide(records, evidence, cfg.verifier.replace(two_way_threshold=0.0), check)
         for r, a in zip(records, at0, strict=True):
             j = judged.get(r["id"])
@@ -200,13 +203,14 @@ def grid(run_dir: Path, judged_dir: Path | None = None) -> dict:
         "rows": rows,
         "pick": best,
         "judged": str(judged_dir) if judged_dir is not None else None,
+        "judged_parts": parts,
     }
 
 
 def mean_grid(parts: list[dict]) -> dict:
     """One config's grid over several runs: every row the mean of the runs' rows, the pick on the mean."""
     first = parts[0]
-    same = ("claims", "oracle", "entity_check", "judged")
+    same = ("claims", "oracle", "entity_check", "judged", "judged_parts")
     if any(len({str(p[k]) for p in parts}) > 1 for k in same):
         raise SystemExit(
             f"{first['run']}: the runs averaged must agree on claims, gold evidence, entity check, judge"
@@ -232,6 +236,7 @@ def mean_grid(parts: list[dict]) -> dict:
         "oracle": first["oracle"],
         "claims": first["claims"],
         "judged": first["judged"],
+        "judged_parts": first.get("judged_parts"),
         "rows": rows,
         "pick": best,
         "pick_per_run": [p["pick"] for p in parts],
@@ -258,7 +263,9 @@ def table(results: dict[str, dict], command: str) -> str:
             f"{res['claims']} tune claims, entity check `{res['entity_check']}`"
             + (", gold evidence" if res["oracle"] else "")
             + (
-                f', the LLM judge\'s answers from `{res["judged"]}` (not in the "as run" row)'
+                f", the LLM judge's answers from `{res['judged']}` ("
+                + (f"parts mode at {res['judged_parts']:g}; " if res.get("judged_parts") else "greedy; ")
+                + 'not in the "as run" row)'
                 if res.get("judged")
                 else ""
             )

@@ -104,7 +104,21 @@ JUDGED_AT_0 = ["data.part=tune", "verifier.llm_judge=two_way", "verifier.two_way
 
 def test_load_judged_reads_a_tune_run_judged_at_threshold_0(tmp_path: Path) -> None:
     records = [_record(cid, v) for cid, v in _pipeline_verdicts().items()]
-    assert set(grid.load_judged(_write_run(tmp_path, JUDGED_AT_0, records))) == set(CASES)
+    greedy = [*JUDGED_AT_0, "verifier.llm_judge_parts=0"]
+    judged, parts = grid.load_judged(_write_run(tmp_path, greedy, records))
+    assert set(judged) == set(CASES) and parts == 0  # what the grid's output says of the judge
+    (tmp_path / "p").mkdir()
+    _, parts = grid.load_judged(
+        _write_run(tmp_path / "p", [*JUDGED_AT_0, "verifier.llm_judge_parts=0.25"], [])
+    )
+    assert parts == 0.25
+
+
+def test_load_run_refusals_name_the_option(tmp_path: Path) -> None:
+    run = _write_run(tmp_path, ["data.part=report"], [])
+    with pytest.raises(SystemExit, match=r"^--judged .*run\.json: data\.part is 'report'") as e:
+        grid.load_run(run, "--judged")
+    assert "\n" not in str(e.value)
 
 
 @pytest.mark.parametrize(
