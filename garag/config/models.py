@@ -11,7 +11,7 @@ from garag.config.base import Bool, ConfigError, Float, Int, Section, Str, StrMa
 FEVER_LABELS = ("SUPPORTS", "REFUTES", "NOT ENOUGH INFO")
 # The rules of verifier/entity_check.py, in run hashes whenever the check is on: predictions saved
 # under other rules are not resumed.  Raise it when the check withholds other verdicts.
-ENTITY_CHECK_VERSION = "entity-check-v3"
+ENTITY_CHECK_VERSION = "entity-check-v4"
 # How verifier/llm_judge.py reads replies and what it withholds, in run hashes whenever the judge is
 # on (with its prompt's sha256).  Raise it when the judge decides other verdicts from the same replies.
 LLM_JUDGE_VERSION = "llm-judge-v1"

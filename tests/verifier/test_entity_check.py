@@ -5,7 +5,14 @@ from __future__ import annotations
 import pytest
 
 from garag.types import Evidence, Label, SentenceId, Verdict
-from verifier.entity_check import EntityCheck, evidence_words, missing_entities, withhold_support, words
+from verifier.entity_check import (
+    EntityCheck,
+    evidence_words,
+    missing_entities,
+    one_slip,
+    withhold_support,
+    words,
+)
 
 SCORES = {Label.SUPPORTS: 0.6, Label.REFUTES: 0.15, Label.NOT_ENOUGH_INFO: 0.25}
 CLAIM = "Dum Dum Motijheel College is located in Kolkata, the capital of West Bengal."
@@ -48,9 +55,9 @@ def test_missing_entities_skip_counts_function_words_and_plurals() -> None:
         ("first", "ORDINAL"),
         ("Manchester", "GPE"),
         ("Manchester", "GPE"),  # named twice, reported once
-        ("English", "NORP"),  # "england" does not make "english"
+        ("Welsh", "NORP"),  # "england" does not make "welsh"
     ]
-    assert missing_entities(ents, found) == ["Manchester", "English"]
+    assert missing_entities(ents, found) == ["Manchester", "Welsh"]
     assert missing_entities([], found) == []
     # a date needs its numbers and month names only
     dates = [("the mid-1960s", "DATE"), ("the following year", "DATE"), ("June 1960", "DATE")]
@@ -58,6 +65,39 @@ def test_missing_entities_skip_counts_function_words_and_plurals() -> None:
     assert missing_entities(dates, found | {"june"}) == []
     assert missing_entities([("1961", "DATE")], found) == ["1961"]
     assert missing_entities([("Łódź", "GPE")], {"lodz"}) == []
+
+
+def test_one_slip_is_one_letter_added_dropped_changed_or_two_swapped() -> None:
+    assert one_slip("epick", "epic") and one_slip("epic", "epick")  # added, dropped
+    assert one_slip("baebara", "barbara")  # changed
+    assert one_slip("reciept", "receipt")  # two neighbours swapped
+    assert not one_slip("epic", "epic")  # the same word is no slip
+    assert not one_slip("austrian", "australian")  # two letters more
+    assert not one_slip("carlos", "clrsoa")
+
+
+def test_missing_entities_forgive_typing_slips_run_together_words_and_descriptions() -> None:
+    found = words("Epic Mickey , Barbara Bush , the Australian 1974 World Cup squad , Adelaide Crows")
+    assert missing_entities([("Epick Mickey", "PROPN"), ("Baebara", "PERSON")], set(found)) == []
+    assert missing_entities([("the1974 World Cup", "EVENT")], set(found)) == []
+    assert missing_entities([("the1975 World Cup", "EVENT")], set(found)) == ["the1975 World Cup"]
+    # lower-case words of a name are its description; a name of lower-case words only keeps them all
+    assert missing_entities([("the Crows in Adelaide city", "ORG")], set(found)) == []
+    assert missing_entities([("the Crows in Perth city", "ORG")], set(found)) == ["the Crows in Perth city"]
+    assert missing_entities([("k.d. lang", "PERSON")], set(found)) == ["k.d. lang"]
+    # a slip needs five letters and the same first letter; numbers are never slips
+    assert missing_entities([("Mickez", "PERSON"), ("Pic", "PERSON")], {"mickey", "epic"}) == ["Pic"]
+    assert missing_entities([("Bickey", "PERSON")], {"mickey"}) == ["Bickey"]
+    assert missing_entities([("1975", "DATE")], {"1974"}) == ["1975"]
+
+
+def test_missing_entities_find_a_nationality_where_its_country_is() -> None:
+    assert missing_entities([("French", "NORP")], {"france"}) == []
+    assert missing_entities([("British", "NORP")], {"english"}) == []  # a nation of Britain
+    assert missing_entities([("American", "NORP")], {"united", "states"}) == []
+    assert missing_entities([("American", "NORP")], {"united"}) == ["American"]  # a phrase needs all words
+    assert missing_entities([("English", "NORP")], {"britain"}) == ["English"]  # not the other way round
+    assert missing_entities([("German", "NORP")], {"france"}) == ["German"]
 
 
 def test_withhold_support_takes_the_likelier_other_label_and_says_why() -> None:
