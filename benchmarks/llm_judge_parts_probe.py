@@ -15,12 +15,19 @@ least P(Yes) >= t; the whole claim's >= 0.5 and every part's >= t (the rule the 
     python benchmarks/llm_judge_parts_probe.py --run RUN_DIR --checked RUN_DIR_AT_THRESHOLD_0 \\
         --model <cache>/llm-models/qwen2.5-coder-1.5b-instruct-q4.gguf --out parts.jsonl
 
+With ``--parts llm`` the parts are the Verify steps of the claim's LLM reasoning program instead
+(``prompts/program.yaml``, the run's ``llm`` section, cached like the pipeline's programs; a
+program the model does not give usably is the rule program, as in the pipeline), a Question
+step's ``{answer_N}`` filled by ``reasoning.answer_from: entity`` (``EntityAnswerer``) from the
+claim's sentences, ranked by the words they share with the question.  A claim whose program has
+one Verify step is asked about as a whole only, as with the rule parts.
+
 Each prompt is read alone here; the pipeline reads a claim and its parts together on one evidence
 prefix, which moves P(Yes) by up to about 0.02 (batched products round differently), so a claim near
 a threshold can be decided otherwise there.
 
 The output is resumable (claims already in ``--out`` are kept; one written with another prompt
-file is refused).
+file or other parts is refused).
 """
 
 from __future__ import annotations
@@ -35,12 +42,47 @@ sys.path.insert(0, str(REPO))
 
 from benchmarks.llm_judge_probe import p_yes, yes_tokens  # noqa: E402
 from benchmarks.two_way_grid import HOPS, load_run, read_run  # noqa: E402
+from garag.text import detokenize  # noqa: E402
 from garag.types import Evidence, SentenceId  # noqa: E402
 from pipeline.decompose import RuleDecomposer  # noqa: E402
+from pipeline.programs import fill_slots  # noqa: E402
 from prompts import load_prompt  # noqa: E402
 from verifier.llm_judge import evidence_lines, withheld  # noqa: E402
 
 THRESHOLDS = (0.3, 0.4, 0.5, 0.6)
+
+
+def _sentences(store, row: dict) -> list[Evidence]:  # noqa: ANN001 - a sentence store
+    found = (store.get(SentenceId(p, int(n))) for p, n in row["evidence_read"])
+    return [Evidence(s.id, s.text) for s in found if s is not None]
+
+
+def llm_steps(cfg, rows: list[dict], store) -> dict[str, list[str]]:  # noqa: ANN001 - Config, store
+    """Each row's LLM program's Verify steps, slots filled from the row's sentences (``--parts llm``)."""
+    from garag.llm.client import LLMClient
+    from pipeline.reasoning import EntityAnswerer, make_programmer
+
+    config = cfg.model_copy(update={"reasoning": cfg.reasoning.replace(programs="llm")})
+    client = LLMClient(config.llm, config.paths.cache_dir).load()
+    programmer = make_programmer(config, client)
+    programs = programmer.programs([r["claim"] for r in rows])
+    print(f"programs: {programmer.counts}", file=sys.stderr)
+    answerer = EntityAnswerer(config.decomposition.spacy_model)
+    out = {}
+    for r, program in zip(rows, programs, strict=True):
+        ev = _sentences(store, r)
+        answers: dict[str, str] = {}
+        steps = []
+        for step in program.steps:
+            text = fill_slots(step.text, answers)
+            if step.kind == "question":
+                asked = set(text.casefold().split())
+                ranked = sorted(ev, key=lambda e: -len(asked & set(detokenize(e.text).casefold().split())))
+                answers[step.var] = answerer.answers([text], [ranked])[0] or "it"
+            else:
+                steps.append(text)
+        out[r["id"]] = steps
+    return out
 
 
 def main() -> int:
@@ -49,6 +91,12 @@ def main() -> int:
     ap.add_argument("--checked", required=True, help="a tune run at two_way_threshold 0 (judged or not)")
     ap.add_argument("--model", required=True, help="the GGUF file")
     ap.add_argument("--out", required=True)
+    ap.add_argument(
+        "--parts",
+        choices=("rule", "llm"),
+        default="rule",
+        help="the rule decomposer's sub-claims (the pipeline's parts) or the LLM program's Verify steps",
+    )
     args = ap.parse_args()
     from llama_cpp import Llama
     from sklearn.metrics import f1_score, roc_auc_score
@@ -70,7 +118,12 @@ def main() -> int:
         done = {d["id"]: d for d in map(json.loads, out.open(encoding="utf-8"))}
         if {d.get("prompt_sha256") for d in done.values()} - {prompt.sha256}:
             raise SystemExit(f"{out}: written with another judge prompt")
+        if {d.get("parts_from", "rule") for d in done.values()} - {args.parts}:
+            raise SystemExit(f"{out}: written with other parts than --parts {args.parts}")
     parts_of = RuleDecomposer(cfg.decomposition).load().subclaims
+    steps = None
+    if args.parts == "llm":
+        steps = llm_steps(cfg, [r for r in rows if r["id"] in passed and r["id"] not in done], store)
     llm = Llama(model_path=args.model, n_ctx=4096, verbose=False)
     token = yes_tokens(llm)
 
@@ -83,9 +136,8 @@ def main() -> int:
         for r in rows:
             if r["id"] not in passed or r["id"] in done:
                 continue
-            found = (store.get(SentenceId(p, int(n))) for p, n in r["evidence_read"])
-            ev = [Evidence(s.id, s.text) for s in found if s is not None]
-            parts = parts_of(r["claim"])
+            ev = _sentences(store, r)
+            parts = steps[r["id"]] if steps is not None else parts_of(r["claim"])
             parts = parts if len(parts) >= 2 else []
             d = {
                 "id": r["id"],
@@ -96,6 +148,7 @@ def main() -> int:
                 "whole": ask(r["claim"], ev),
                 "part_p": [ask(c, ev) for c in parts],
                 "prompt_sha256": prompt.sha256,
+                "parts_from": args.parts,
             }
             done[d["id"]] = d
             f.write(json.dumps(d) + "\n")
