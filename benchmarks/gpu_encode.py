@@ -86,11 +86,15 @@ def run(
     from retrievers.embeddings import EmbeddingCache, SentenceEncoder
 
     texts = read_sentences(sentences)
+    if not texts:
+        raise SystemExit(f"{sentences}: no sentences")
+    keep, cpu_n = min(keep, len(texts)), min(cpu_n, len(texts))
     out.mkdir(parents=True, exist_ok=True)
     cuda = device == "cuda"
     sync = torch.cuda.synchronize if cuda else (lambda: None)
     result: dict = {
         "sentences": len(texts),
+        "distinct": len(set(texts)),  # what a fresh cache encodes
         "repeat": repeat,
         "mean_chars": sum(map(len, texts)) / len(texts),
         "gpu": torch.cuda.get_device_name(0) if cuda else None,
@@ -201,13 +205,17 @@ def main() -> None:
     r.add_argument("--cpu-n", type=int, default=20_000)
     r.add_argument("--keep", type=int, default=2000)
     r.add_argument("--repeat", type=int, default=4, help="the raw encode reads the sentences this many times")
-    r.add_argument("--device", default="cuda", help="cuda (cpu: a dry run of the script here)")
+    r.add_argument(
+        "--device", choices=("cuda", "cpu"), default="cuda", help="cpu: a dry run of the script here"
+    )
     c = sub.add_parser("check")
     c.add_argument("--result", type=Path, required=True)
     c.add_argument("--sentences", type=Path, required=True)
     c.add_argument("--model", default="minilm")
     args = ap.parse_args()
     if args.cmd == "prep":
+        if args.n <= 0:
+            raise SystemExit(f"--n {args.n}: give a positive number of sentences")
         prep(args.corpus, args.n, args.out)
     elif args.cmd == "run":
         run(args.model, args.sentences, args.out, args.batch, args.cpu_n, args.keep, args.repeat, args.device)

@@ -19,7 +19,9 @@ With ``--parts llm`` the parts are the Verify steps of the claim's LLM reasoning
 (``prompts/program.yaml``, the run's ``llm`` section, cached like the pipeline's programs; a
 program the model does not give usably is the rule program, as in the pipeline), a Question
 step's ``{answer_N}`` filled by ``reasoning.answer_from: entity`` (``EntityAnswerer``) from the
-claim's sentences, ranked by the words they share with the question.  A claim whose program has
+claim's sentences, ranked by the words they share with the question (unlike the pipeline's, the
+answerer here does not prefer entities that name a corpus page, and a question it cannot answer
+leaves "it" in the slot).  A claim whose program has
 one Verify step is asked about as a whole only, as with the rule parts.
 
 Each prompt is read alone here; the pipeline reads a claim and its parts together on one evidence
