@@ -23,12 +23,13 @@ NOT_SUPPORTED ones; README "An LLM judge"):
 
 * a lower-case word inside a name that has a capitalised word or a number is a description, not
   a name ("the Crows in Adelaide city" needs "Crows" and "Adelaide");
-* words run together are read apart where both halves are found ("the1974" where "1974" is);
+* letters and digits run together are read apart, each run found (a leading article may be
+  missing: "the1974" where "1974" is);
 * a word of five or more letters is found where the sentences have a word one typing slip from it
   (a letter added, dropped, changed or two swapped) that begins with the same letter ("Epick" for
   "Epic", "Baebara" for "Barbara");
-* a nationality is found where its country is (``NATIONALITIES``: "French" where "France" is;
-  "British" where "English", "Scotland" or "Wales" is, not the other way round).
+* a nationality (or its plural) is found where its country is (``NATIONALITIES``: "French" where
+  "France" is; "British" where "English", "Scotland" or "Wales" is, not the other way round).
 
 Run hashes carry ``garag.config.models.ENTITY_CHECK_VERSION`` whenever the check is on: raise it
 with any change here that withholds other verdicts, so that saved predictions are made again.
@@ -50,8 +51,9 @@ MONTHS = frozenset(
     "january february march april may june july august september october november december".split()
 )
 # A nationality (one word of the claim) -> the words, any one of which names it in the sentences
-# read (a phrase: all of its words).  A nation's word does not name its parts' ("English" is not
-# found where "Britain" is).
+# read (a phrase: all of its words, anywhere in those sentences, as every entity is matched).  A
+# nation's word does not name its parts' ("English" is not found where "Britain" is).  Loose by
+# design: "Irish" is found where "Northern Ireland" is; "U.S." and "U.K." are not read as names.
 NATIONALITIES: dict[str, tuple[str, ...]] = {
     "american": ("america", "united states"),
     "british": (
@@ -98,7 +100,11 @@ NATIONALITIES: dict[str, tuple[str, ...]] = {
     "indian": ("india",),
     "filipino": ("philippines",),
 }
-_GLUED = re.compile(r"^(?:([a-z]+)(\d+)|(\d+)([a-z]+))$")
+# A word of letters and digits run together ("the1974", "1990s"), read apart into its runs.
+_GLUED = re.compile(r"^(?=.*[a-z])(?=.*\d)[a-z\d]+$")
+_RUNS = re.compile(r"[a-z]+|\d+")
+# What may be glued to a name without being part of it: "the1974 World Cup".
+_ARTICLES = frozenset({"the", "a", "an"})
 # Latin letters that Unicode decomposition leaves whole.
 _LATIN_FOLD = str.maketrans(
     {"ø": "o", "ł": "l", "đ": "d", "ð": "d", "þ": "th", "æ": "ae", "œ": "oe", "ı": "i", "ß": "ss"}
@@ -160,25 +166,44 @@ def one_slip(a: str, b: str) -> bool:
     return short[i:] == long_[i + 1 :]
 
 
+def _plain(word: str, found: set[str]) -> bool:
+    return word in found or (word.endswith("s") and word[:-1] in found)
+
+
 def _found(word: str, found: set[str]) -> bool:
-    """Whether the sentences' words ``found`` name ``word``: itself, its singular, its halves where
-    run together, or a word one slip from it (five letters or more, the same first letter)."""
-    if word in found or (word.endswith("s") and word[:-1] in found):
+    """Whether the sentences' words ``found`` name ``word``: itself, its singular, its runs of
+    letters and of digits where they are run together (a leading article may be left out: "the1974"
+    needs "1974"; "1990s" needs "1990"), or a word one slip from it (five letters or more, letters
+    only, the same first letter)."""
+    if _plain(word, found):
         return True
-    glued = _GLUED.match(word)
-    if glued:
-        return all(w in found or w in FUNCTION_WORDS for w in glued.groups() if w)
+    if _GLUED.match(word):
+        runs = _RUNS.findall(word)
+        if runs[0] in _ARTICLES and len(runs) > 1:
+            runs = runs[1:]
+        return all(_plain(r, found) or (r == "s" and i > 0) for i, r in enumerate(runs))
     if len(word) >= 5 and word.isalpha():
         return any(f[:1] == word[:1] and len(f) >= 4 and one_slip(word, f) for f in found)
     return False
 
 
+def _described(token: str) -> bool:
+    """Whether a token of a name is a description: letters, none of them capitals, no digits, and
+    not a month ("city", "well-known"; not "March", "march", "1990s", "iPhone")."""
+    return (
+        any(c.isalpha() for c in token)
+        and not any(c.isupper() or c.isdigit() for c in token)
+        and not MONTHS.intersection(words(token))
+    )
+
+
 def _name_words(text: str) -> list[str]:
-    """The words of an entity's text that make it a name: without its lower-case words when it
-    has a capitalised word or a number ("the Crows in Adelaide city" -> crows, adelaide)."""
+    """The words of an entity's text that make it a name: without its descriptions (lower-case
+    words) when it has a capitalised word or a number ("the Crows in Adelaide city" -> crows,
+    adelaide; "k.d. lang" keeps every word)."""
     tokens = text.split()
     if any(c.isupper() or c.isdigit() for c in text):
-        tokens = [t for t in tokens if not (t.isalpha() and t.islower())]
+        tokens = [t for t in tokens if not _described(t)]
     return [w for w in words(" ".join(tokens)) if w not in FUNCTION_WORDS]
 
 
@@ -191,8 +216,10 @@ def missing_entities(entities: Iterable[tuple[str, str]], found: set[str]) -> li
         needed = _name_words(text)
         if kind == "DATE":
             needed = [w for w in needed if w in MONTHS or any(c.isdigit() for c in w)]
-        if len(needed) == 1 and needed[0] in NATIONALITIES:
-            country = NATIONALITIES[needed[0]]
+        nation = needed[0] if len(needed) == 1 else ""
+        nation = nation if nation in NATIONALITIES else nation[:-1]  # "Americans"
+        if nation in NATIONALITIES:
+            country = NATIONALITIES[nation]
             if any(all(w in found for w in name.split()) for name in country):
                 continue
         if not all(_found(w, found) for w in needed):

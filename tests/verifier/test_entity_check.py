@@ -72,6 +72,8 @@ def test_one_slip_is_one_letter_added_dropped_changed_or_two_swapped() -> None:
     assert one_slip("baebara", "barbara")  # changed
     assert one_slip("reciept", "receipt")  # two neighbours swapped
     assert not one_slip("epic", "epic")  # the same word is no slip
+    assert not one_slip("abcde", "adcbe")  # a swap of letters that are not neighbours
+    assert not one_slip("abcde", "axcye")  # two changes
     assert not one_slip("austrian", "australian")  # two letters more
     assert not one_slip("carlos", "clrsoa")
 
@@ -84,15 +86,25 @@ def test_missing_entities_forgive_typing_slips_run_together_words_and_descriptio
     # lower-case words of a name are its description; a name of lower-case words only keeps them all
     assert missing_entities([("the Crows in Adelaide city", "ORG")], set(found)) == []
     assert missing_entities([("the Crows in Perth city", "ORG")], set(found)) == ["the Crows in Perth city"]
-    assert missing_entities([("k.d. lang", "PERSON")], set(found)) == ["k.d. lang"]
+    assert missing_entities([("k.d. lang", "PERSON")], {"k", "d"}) == ["k.d. lang"]  # needs "lang" too
+    assert missing_entities([("the well-known Beatles", "ORG")], {"beatles"}) == []
+    assert missing_entities([("march 1990", "DATE"), ("The Crows in March", "ORG")], {"1990", "crows"}) == [
+        "march 1990",
+        "The Crows in March",
+    ]  # a month is never a description
+    assert missing_entities([("the1990s", "DATE")], {"1990"}) == []
+    assert missing_entities([("S4", "PRODUCT")], {"4"}) == ["S4"]  # only an article may be left out
     # a slip needs five letters and the same first letter; numbers are never slips
     assert missing_entities([("Mickez", "PERSON"), ("Pic", "PERSON")], {"mickey", "epic"}) == ["Pic"]
+    assert missing_entities([("Epix", "PRODUCT")], {"epic"}) == ["Epix"]  # four letters: no slip
+    assert missing_entities([("Room 12345", "FAC")], {"room", "12346"}) == ["Room 12345"]  # digits
     assert missing_entities([("Bickey", "PERSON")], {"mickey"}) == ["Bickey"]
     assert missing_entities([("1975", "DATE")], {"1974"}) == ["1975"]
 
 
 def test_missing_entities_find_a_nationality_where_its_country_is() -> None:
     assert missing_entities([("French", "NORP")], {"france"}) == []
+    assert missing_entities([("Americans", "NORP")], {"america"}) == []
     assert missing_entities([("British", "NORP")], {"english"}) == []  # a nation of Britain
     assert missing_entities([("American", "NORP")], {"united", "states"}) == []
     assert missing_entities([("American", "NORP")], {"united"}) == ["American"]  # a phrase needs all words
