@@ -43,20 +43,15 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from benchmarks.llm_judge_probe import p_yes, yes_tokens  # noqa: E402
-from benchmarks.two_way_grid import HOPS, load_run, read_run  # noqa: E402
+from benchmarks.two_way_grid import HOPS, load_run, read_run, sentences_read  # noqa: E402
 from garag.text import detokenize  # noqa: E402
-from garag.types import Evidence, SentenceId  # noqa: E402
+from garag.types import Evidence  # noqa: E402
 from pipeline.decompose import RuleDecomposer  # noqa: E402
 from pipeline.programs import fill_slots  # noqa: E402
 from prompts import load_prompt  # noqa: E402
 from verifier.llm_judge import evidence_lines, withheld  # noqa: E402
 
 THRESHOLDS = (0.3, 0.4, 0.5, 0.6)
-
-
-def _sentences(store, row: dict) -> list[Evidence]:  # noqa: ANN001 - a sentence store
-    found = (store.get(SentenceId(p, int(n))) for p, n in row["evidence_read"])
-    return [Evidence(s.id, s.text) for s in found if s is not None]
 
 
 def llm_steps(cfg, rows: list[dict], store) -> dict[str, list[str]]:  # noqa: ANN001 - Config, store
@@ -72,7 +67,7 @@ def llm_steps(cfg, rows: list[dict], store) -> dict[str, list[str]]:  # noqa: AN
     answerer = EntityAnswerer(config.decomposition.spacy_model)
     out = {}
     for r, program in zip(rows, programs, strict=True):
-        ev = _sentences(store, r)
+        ev = sentences_read(store, r)
         answers: dict[str, str] = {}
         steps = []
         for step in program.steps:
@@ -138,7 +133,7 @@ def main() -> int:
         for r in rows:
             if r["id"] not in passed or r["id"] in done:
                 continue
-            ev = _sentences(store, r)
+            ev = sentences_read(store, r)
             parts = steps[r["id"]] if steps is not None else parts_of(r["claim"])
             parts = parts if len(parts) >= 2 else []
             d = {

@@ -34,8 +34,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from benchmarks.two_way_grid import HOPS, load_run  # noqa: E402
-from garag.types import Evidence, SentenceId  # noqa: E402
+from benchmarks.two_way_grid import HOPS, load_run, sentences_read  # noqa: E402
 from prompts import load_prompt  # noqa: E402
 from verifier.llm_judge import evidence_lines  # noqa: E402
 
@@ -97,8 +96,7 @@ def main() -> int:
         for r in rows:
             if r["id"] in done:
                 continue
-            found = (store.get(SentenceId(p, int(n))) for p, n in r["evidence_read"])
-            ev = [Evidence(s.id, s.text) for s in found if s is not None]
+            ev = sentences_read(store, r)
             messages = prompt.render(claim=" ".join(r["claim"].split()), evidence=evidence_lines(ev))
             d = {
                 "id": r["id"],

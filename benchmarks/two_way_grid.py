@@ -98,6 +98,13 @@ def load_run(run_dir: Path, what: str = "run") -> tuple:
     return cfg, dataset, store, records, meta.get("oracle", False)
 
 
+def sentences_read(store, record: dict) -> list[Evidence]:  # noqa: ANN001 - a sentence store
+    """The sentences a saved record's verdict read (``evidence_read``), in its order; those the
+    store lacks are left out."""
+    found = (store.get(SentenceId(p, int(n))) for p, n in record["evidence_read"])
+    return [Evidence(s.id, s.text) for s in found if s is not None]
+
+
 def redecide(
     records: list[dict], evidence: list[list[Evidence]], settings: VerifierConfig, check: EntityCheck | None
 ):
@@ -158,10 +165,7 @@ def apply_judged(records: list[dict], judged: dict[str, dict]) -> list[dict]:
 def grid(run_dir: Path, judged_dir: Path | None = None) -> dict:
     """Every threshold's scores on one tune run, the run's own labels and the pick."""
     cfg, dataset, store, records, oracle = load_run(run_dir, "--run")
-    evidence = []
-    for r in records:
-        found = (store.get(SentenceId(p, int(n))) for p, n in r["evidence_read"])
-        evidence.append([Evidence(s.id, s.text) for s in found if s is not None])
+    evidence = [sentences_read(store, r) for r in records]
     check = None
     if cfg.verifier.entity_check != "never":
         check = EntityCheck(cfg.decomposition.spacy_model).load()
