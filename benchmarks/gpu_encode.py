@@ -44,9 +44,16 @@ def read_sentences(path: Path) -> list[str]:
 def prep(corpus: list[Path], n: int, out: Path) -> None:
     texts: list[str] = []
     for path in corpus:
-        with path.open(encoding="utf-8") as f:
-            for row in f:
-                page = json.loads(row)
+        try:
+            f = path.open(encoding="utf-8")
+        except OSError as e:
+            raise SystemExit(f"{path}: cannot read ({e.strerror})") from None
+        with f:
+            for number, row in enumerate(f, start=1):
+                try:
+                    page = json.loads(row)
+                except ValueError as e:
+                    raise SystemExit(f"{path}:{number}: not a JSON page ({e})") from None
                 for line in page.get("lines", "").split("\n"):
                     parts = line.split("\t")
                     if len(parts) > 1 and parts[1].strip():
