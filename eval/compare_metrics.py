@@ -16,7 +16,7 @@ from pathlib import Path
 
 from eval.fever_score import FeverPrediction, claim_to_actual, hover_correct, is_strictly_correct
 from eval.garag_metrics import garag_metrics
-from eval.significance import bootstrap_mean_ci, paired_comparison
+from eval.significance import bootstrap_mean_ci, paired_comparison, paired_macro_f1
 from eval.slices import (
     GRAPH_RETRIEVER,
     attribute_gold,
@@ -128,7 +128,10 @@ def _system_metrics(
     seed: int, n_resamples: int, correct: Sequence[bool], strict: Sequence[bool],
 ) -> dict:  # fmt: skip
     pred_dir = run_dir / "predictions"
-    m = score_records(_filtered(data, {json.dumps(c.id) for c in claims}), recs, config.eval.ks)
+    m = score_records(
+        _filtered(data, {json.dumps(c.id) for c in claims}), recs, config.eval.ks,
+        n_resamples=n_resamples, seed=seed,
+    )  # fmt: skip
     m["ci"] = {
         "accuracy": list(bootstrap_mean_ci(correct, n_resamples, seed)),
         "fever_score": list(bootstrap_mean_ci(strict, n_resamples, seed)),
@@ -167,6 +170,16 @@ def score_run(
     correct = {n: [label_correct(c, r) for c, r in zip(claims, recs[n], strict=True)] for n in names}
     strict = {n: [strict_correct(c, r) for c, r in zip(claims, recs[n], strict=True)] for n in names}
     multi_hop = any(c.num_hops is not None for c in claims)
+    labels = [str(x).upper() for x in data.labels]
+    gold_labels = [str(c.label).upper() for c in claims]
+    predicted = {n: [str(r["dataset_label"]).upper() for r in recs[n]] for n in names}
+
+    def paired_f1(a: str, b: str, idx: Sequence[int]) -> dict:
+        return paired_macro_f1(
+            [gold_labels[i] for i in idx], [predicted[a][i] for i in idx], [predicted[b][i] for i in idx],
+            labels, n_resamples, seed,
+        )  # fmt: skip
+
     hover = {n: [hover_record_correct(c, r) for c, r in zip(claims, recs[n], strict=True)] for n in names}
     per_system = {
         n: _system_metrics(
@@ -182,6 +195,7 @@ def score_run(
             "b": other,
             "accuracy": paired_comparison(correct[base], correct[other], n_resamples, seed),
             "fever_score": paired_comparison(strict[base], strict[other], n_resamples, seed),
+            "macro_f1": paired_f1(base, other, range(len(claims))),
             "only_one_right": only_one_right([c.id for c in claims], strict[base], strict[other]),
             "hops": {},
         }
@@ -200,6 +214,7 @@ def score_run(
                 "hover_score": paired_comparison(
                     [hover[base][i] for i in idx], [hover[other][i] for i in idx], n_resamples, seed
                 ),
+                "macro_f1": paired_f1(base, other, idx),
             }
         paired.append(pair)
         wins = set(json.dumps(i) for i in pair["only_one_right"]["only_b"][:2])
@@ -237,6 +252,7 @@ CSV_FIELDS = (
     "recall@20", "hit_rate", "avg_sentences", "avg_pages", "seconds_per_claim", "claims_per_second",
     "vs", "accuracy_diff", "accuracy_diff_low", "accuracy_diff_high", "accuracy_mcnemar_p",
     "fever_diff", "fever_diff_low", "fever_diff_high", "fever_mcnemar_p",
+    "macro_f1_ci_low", "macro_f1_ci_high", "macro_f1_diff", "macro_f1_diff_low", "macro_f1_diff_high",
 )  # fmt: skip
 
 
@@ -270,6 +286,8 @@ def metrics_csv(metrics: Mapping) -> str:
             "seconds_per_claim": m["cost"]["total"]["mean"],
             "claims_per_second": m["cost"]["claims_per_second"],
         }
+        if m.get("macro_f1_ci"):
+            row |= {"macro_f1_ci_low": m["macro_f1_ci"][1], "macro_f1_ci_high": m["macro_f1_ci"][2]}
         if name in pairs:
             p = pairs[name]
             acc, fs = p["accuracy"], p["fever_score"]
@@ -284,5 +302,9 @@ def metrics_csv(metrics: Mapping) -> str:
                 "fever_diff_high": fs["bootstrap"]["high"],
                 "fever_mcnemar_p": fs["mcnemar"]["p_value"],
             }
+            if "macro_f1" in p:
+                f1 = p["macro_f1"]["bootstrap"]
+                row |= {"macro_f1_diff": f1["difference"], "macro_f1_diff_low": f1["low"],
+                        "macro_f1_diff_high": f1["high"]}  # fmt: skip
         writer.writerow(row)
     return out.getvalue()

@@ -43,7 +43,8 @@ def headline_table(metrics: Mapping) -> str:
         acc, fs, r = m["ci"]["accuracy"], m["ci"]["fever_score"], m["retrieval"]
         lines.append(
             f"| {name} | {m['n']} | {acc[0]:.3f} [{acc[1]:.3f}, {acc[2]:.3f}] | "
-            f"{fs[0]:.3f} [{fs[1]:.3f}, {fs[2]:.3f}] | {m['macro_f1']:.3f} | {m['evidence_f1']:.3f} | "
+            f"{fs[0]:.3f} [{fs[1]:.3f}, {fs[2]:.3f}] | {m['macro_f1']:.3f}{_ci(m)} | "
+            f"{m['evidence_f1']:.3f} | "
             f"{_f(r.get('recall@5'))} | {_f(r.get('recall@20'))} | {_f(r.get('hit_rate'))} |"
         )
     hover = [n for n in metrics["systems"] if metrics["per_system"][n].get("groups")]
@@ -62,12 +63,26 @@ def headline_table(metrics: Mapping) -> str:
             for h in hops:
                 g = m["groups"].get(h)
                 cells.append(
-                    f"{g['accuracy']:.3f} / {g['macro_f1']:.3f} / {g.get('hover_score', 0.0):.3f}"
+                    f"{g['accuracy']:.3f} / {g['macro_f1']:.3f}{_ci(g)} / {g.get('hover_score', 0.0):.3f}"
                     if g
                     else "-"
                 )
             lines.append(f"| {name} | {m.get('hover_score', 0.0):.3f} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
+
+
+def _ci(m: Mapping) -> str:
+    """ " [low, high]" of a metrics dict's macro-F1 interval (runs scored before it have none)."""
+    ci = m.get("macro_f1_ci")
+    return f" [{ci[1]:.3f}, {ci[2]:.3f}]" if ci else ""
+
+
+def _f1_row(what: str, c: Mapping) -> str:
+    bs = c["bootstrap"]
+    return (
+        f"| {what} | {c['n']} | {c['a']:.3f} | {c['b']:.3f} | {bs['difference']:+.3f} "
+        f"[{bs['low']:+.3f}, {bs['high']:+.3f}] | - | - |"
+    )
 
 
 def _pair_row(what: str, c: Mapping) -> str:
@@ -94,11 +109,15 @@ def significance_table(metrics: Mapping) -> str:
         ]
         if "hover_score" in pair:
             lines.append(_pair_row("HoVer score", pair["hover_score"]))
+        if "macro_f1" in pair:
+            lines.append(_f1_row("macro-F1", pair["macro_f1"]))
         for hops, c in pair.get("hops", {}).items():
             lines.append(_pair_row(f"accuracy, {hops} hops", c["accuracy"]))
             lines.append(_pair_row(f"FEVER score, {hops} hops", c["fever_score"]))
             if "hover_score" in c:
                 lines.append(_pair_row(f"HoVer score, {hops} hops", c["hover_score"]))
+            if "macro_f1" in c:
+                lines.append(_f1_row(f"macro-F1, {hops} hops", c["macro_f1"]))
         only = pair["only_one_right"]
         lines += [
             "",
@@ -288,7 +307,8 @@ def render_report(metrics: Mapping, configs: Mapping[str, Config], figures: Mapp
         f"Systems: {', '.join(metrics['systems'])} (the first is the baseline). Intervals: paired percentile "
         f"bootstrap, {metrics['n_resamples']} resamples, seed {metrics['seed']}. "
         "McNemar: exact binomial below "
-        "25 discordant claims, else chi-square with continuity correction.",
+        "25 discordant claims, else chi-square with continuity correction. Macro-F1 is not a per-claim "
+        "score: its intervals recompute it on each resample, and it has no McNemar test.",
         "",
         *_skipped_lines(metrics),
         "## Headline",

@@ -28,6 +28,7 @@ from eval.fever_score import (
 from eval.garag_metrics import garag_metrics
 from eval.retrieval_metrics import retrieval_breakdown
 from eval.run_env import tree_hashes
+from eval.significance import bootstrap_macro_f1
 from garag.artifacts import settings_hash, write_json_atomic, write_text_atomic
 from garag.claims import is_claim_id, is_line_number
 from garag.config import Config
@@ -42,6 +43,9 @@ from pipeline.verification import ClaimResult, VerificationPipeline, predicted_e
 logger = logging.getLogger(__name__)
 
 RETRIEVED_KEPT = 100
+# The macro-F1 intervals of `garag evaluate`'s metrics: resamples and numpy seed (compare uses its own).
+EVAL_RESAMPLES = 10_000
+EVAL_SEED = 0
 
 
 def result_record(result: ClaimResult, dataset: Dataset) -> dict:
@@ -250,8 +254,21 @@ def _normalise(record: dict, dataset: Dataset, source: str) -> dict:
     return {**record, "dataset_label": label, "predicted_evidence": evidence, "retrieved": retrieved}
 
 
+def _macro_f1_ci(
+    gold: Sequence[str], predicted: Sequence[str], labels: Sequence[str], n_resamples: int, seed: int
+) -> dict:
+    if n_resamples <= 0:
+        return {}
+    return {"macro_f1_ci": list(bootstrap_macro_f1(gold, predicted, labels, n_resamples, seed))}
+
+
 def score_records(
-    dataset: Dataset, records: Sequence[dict], ks: Sequence[int] = (5, 20, 100), source: str = "predictions"
+    dataset: Dataset,
+    records: Sequence[dict],
+    ks: Sequence[int] = (5, 20, 100),
+    source: str = "predictions",
+    n_resamples: int = 0,
+    seed: int = 0,
 ) -> dict:
     """Metrics of saved predictions against the dataset's gold claims.
 
@@ -259,6 +276,9 @@ def score_records(
     SUPPORTS -> SUPPORTED, REFUTES/NEI -> NOT_SUPPORTED, and every HoVer claim needs its
     single evidence set for the strict score, as no HoVer label is NEI).  Records are garag's
     or FEVER's official submission format (retrieval metrics then read the predicted evidence).
+    With ``n_resamples`` > 0, macro-F1 overall and per hop count also gets its 95% percentile
+    bootstrap interval (``macro_f1_ci``: [value, low, high]; claims resampled ``n_resamples``
+    times with numpy seed ``seed``).
 
     Raises:
         InputError: a record without a usable label or with malformed evidence, naming ``source``.
@@ -290,11 +310,13 @@ def score_records(
             continue
         members = [i for i, c in enumerate(claims) if c.num_hops == g]
         sub = score_claims([claims[i] for i in members], [preds[i] for i in members])
+        group_gold, group_pred = [gold_labels[i] for i in members], [predicted[i] for i in members]
         per_group[str(g)] = {
             "n": len(members),
             "accuracy": sub.accuracy,
             "fever_score": sub.strict,
-            "macro_f1": macro_f1([gold_labels[i] for i in members], [predicted[i] for i in members], labels),
+            "macro_f1": macro_f1(group_gold, group_pred, labels),
+            **_macro_f1_ci(group_gold, group_pred, labels, n_resamples, seed),
             "hover_score": hover_score([claims[i] for i in members], [preds[i] for i in members]),
             "retrieval": rep.to_dict(),
         }
@@ -308,6 +330,7 @@ def score_records(
         "evidence_recall": fever.recall,
         "evidence_f1": fever.f1,
         "macro_f1": macro_f1(gold_labels, predicted, labels),
+        **_macro_f1_ci(gold_labels, predicted, labels, n_resamples, seed),
         **({"hover_score": hover_score(claims, preds)} if per_group else {}),
         "per_class": {
             s.label: {"precision": s.precision, "recall": s.recall, "f1": s.f1, "support": s.support}
@@ -321,14 +344,24 @@ def score_records(
     }
 
 
+def _ci(m: dict, digits: int = 3) -> str:
+    """ " [low, high]" of a metrics dict's macro-F1 interval, or nothing where it has none."""
+    ci = m.get("macro_f1_ci")
+    return f" [{ci[1]:.{digits}f}, {ci[2]:.{digits}f}]" if ci else ""
+
+
+def _f1_head(m: dict) -> str:
+    return "macro-F1 [95% CI]" if m.get("macro_f1_ci") else "macro-F1"
+
+
 def metrics_table(name: str, m: dict) -> str:
     """A Markdown summary of ``score_records`` output."""
     lines = [
         f"### {name}: {m['dataset']}, {m['n']} claims",
         "",
-        "| label acc | FEVER score | macro-F1 | evidence P | evidence R | evidence F1 | R@5 | R@20 |",
+        f"| label acc | FEVER score | {_f1_head(m)} | evidence P | evidence R | evidence F1 | R@5 | R@20 |",
         "|---|---|---|---|---|---|---|---|",
-        f"| {m['label_accuracy']:.4f} | {m['fever_score']:.4f} | {m['macro_f1']:.4f} | "
+        f"| {m['label_accuracy']:.4f} | {m['fever_score']:.4f} | {m['macro_f1']:.4f}{_ci(m, 4)} | "
         f"{m['evidence_precision']:.4f} | {m['evidence_recall']:.4f} | {m['evidence_f1']:.4f} | "
         f"{m['retrieval'].get('recall@5') or 0:.3f} | {m['retrieval'].get('recall@20') or 0:.3f} |",
         "",
@@ -350,15 +383,15 @@ def metrics_table(name: str, m: dict) -> str:
     if m["groups"]:
         lines += [
             "",
-            "| hops | n | accuracy | macro-F1 | HoVer score | FEVER score | R@5 | R@20 |",
+            f"| hops | n | accuracy | {_f1_head(m)} | HoVer score | FEVER score | R@5 | R@20 |",
             "|---|---|---|---|---|---|---|---|",
-            f"| all | {m['n']} | {m['label_accuracy']:.3f} | {m['macro_f1']:.3f} | "
+            f"| all | {m['n']} | {m['label_accuracy']:.3f} | {m['macro_f1']:.3f}{_ci(m)} | "
             f"{m.get('hover_score', 0.0):.3f} | {m['fever_score']:.3f} | "
             f"{m['retrieval'].get('recall@5') or 0:.3f} | {m['retrieval'].get('recall@20') or 0:.3f} |",
         ]
         for g, s in m["groups"].items():
             lines.append(
-                f"| {g} | {s['n']} | {s['accuracy']:.3f} | {s['macro_f1']:.3f} | "
+                f"| {g} | {s['n']} | {s['accuracy']:.3f} | {s['macro_f1']:.3f}{_ci(s)} | "
                 f"{s.get('hover_score', 0.0):.3f} | {s['fever_score']:.3f} | "
                 f"{s['retrieval'].get('recall@5') or 0:.3f} | {s['retrieval'].get('recall@20') or 0:.3f} |"
             )
@@ -419,7 +452,9 @@ def evaluate(
         outcome = run_predictions(config, out, oracle=oracle, progress=progress, force_new=force_new)
         path, skipped = outcome.predictions, outcome.skipped
     read_policy = ErrorPolicy(skip=config.data.skip_bad_lines)
-    metrics = score_records(dataset, records_from_file(path, read_policy), config.eval.ks, str(path))
+    metrics = score_records(
+        dataset, records_from_file(path, read_policy), config.eval.ks, str(path), EVAL_RESAMPLES, EVAL_SEED
+    )
     if read_policy.skipped:
         metrics["skipped_prediction_lines"] = dict(read_policy.counts)
     if skipped:

@@ -19,6 +19,7 @@ from eval.compare import (
     stratified_sample,
 )
 from eval.compare_metrics import label_correct, strict_correct
+from eval.fever_score import macro_f1
 from eval.figures import evidence_graph
 from eval.significance import mcnemar
 from garag.app.cli import main
@@ -134,6 +135,16 @@ def test_metrics_follow_the_saved_records(setup):
     assert pair["fever_score"]["bootstrap"]["difference"] == pytest.approx(
         (sum(strict["hybrid"]) - sum(strict["baseline"])) / 6
     )
+    # macro-F1 and its paired difference are recomputed from the same saved labels
+    labels = ["SUPPORTS", "REFUTES", "NOT ENOUGH INFO"]
+    gold = [c.label for c in claims]
+    f1 = {n: macro_f1(gold, [r["predicted_label"] for r in recs[n]], labels) for n in recs}
+    for n in recs:
+        value, low, high = m["per_system"][n]["macro_f1_ci"]
+        assert value == pytest.approx(f1[n]) == pytest.approx(m["per_system"][n]["macro_f1"])
+        assert low <= value <= high
+    assert pair["macro_f1"]["a"] == pytest.approx(f1["baseline"])
+    assert pair["macro_f1"]["bootstrap"]["difference"] == pytest.approx(f1["hybrid"] - f1["baseline"])
     # the two-page claim (id 2) needs both sentences: slice "evidence on several pages" holds exactly it
     rows = {r["slice"]: r for r in m["slices"]}
     assert rows["evidence on several pages"]["n"] == 1
@@ -142,10 +153,13 @@ def test_metrics_follow_the_saved_records(setup):
     assert m["per_system"]["hybrid"]["explanations"]["cited_exist"] == 1.0
     csv_lines = (run / "metrics.csv").read_text(encoding="utf-8").splitlines()
     assert len(csv_lines) == 3 and csv_lines[2].startswith("hybrid,6,")
+    assert csv_lines[0].endswith(",macro_f1_diff,macro_f1_diff_low,macro_f1_diff_high")
+    assert float(csv_lines[2].split(",")[-3]) == pytest.approx(f1["hybrid"] - f1["baseline"])
     report = (run / "report.md").read_text(encoding="utf-8")
     for heading in ("## Headline", "## Paired significance", "## Slices", "## Worked examples", "## Cost"):
         assert heading in report
     assert "`retrieval.retrievers`" in report  # the setting that differs is listed
+    assert "| macro-F1 | 6 |" in report and "has no McNemar test" in report
 
 
 def test_rescore_gives_identical_metrics(setup):

@@ -6,11 +6,14 @@ import math
 
 import pytest
 
+from eval.fever_score import macro_f1
 from eval.significance import (
+    bootstrap_macro_f1,
     bootstrap_mean_ci,
     mcnemar,
     paired_bootstrap,
     paired_comparison,
+    paired_macro_f1,
 )
 
 
@@ -123,3 +126,52 @@ def test_paired_comparison_bundles_both_tests():
     assert out["n"] == 20 and out["a"] == pytest.approx(11 / 20) and out["b"] == pytest.approx(15 / 20)
     assert out["mcnemar"]["p_value"] == pytest.approx(14 / 64)
     assert out["bootstrap"]["difference"] == pytest.approx(0.2)
+
+
+def test_macro_f1_interval_by_hand():
+    # Two claims, gold [S, N], predicted [S, S].  A resample draws each claim with probability 1/2:
+    # both claim 1 (prob 1/4): S F1 1, N absent from gold and predictions -> 0: macro 0.5;
+    # both claim 2 (1/4): S F1 0 (predicted, never gold), N F1 0: macro 0;
+    # one of each (1/2): S precision 1/2, recall 1 -> 2/3, N 0: macro 1/3.
+    # So the 2.5% and 97.5% percentiles are 0 and 0.5; the value itself is 1/3.
+    value, low, high = bootstrap_macro_f1(["S", "N"], ["S", "S"], ["S", "N"], n_resamples=20_000, seed=1)
+    assert value == pytest.approx(1 / 3) == pytest.approx(macro_f1(["S", "N"], ["S", "S"], ["S", "N"]))
+    assert (low, high) == (0.0, 0.5)
+
+
+def test_macro_f1_interval_matches_the_scorer_on_random_labels():
+    import random
+
+    rng = random.Random(4)
+    labels = ["SUPPORTS", "REFUTES", "NOT ENOUGH INFO"]
+    gold = [rng.choice(labels) for _ in range(120)]
+    pred = [g if rng.random() < 0.7 else rng.choice(labels) for g in gold]
+    value, low, high = bootstrap_macro_f1(gold, pred, labels, n_resamples=4000, seed=3)
+    assert value == pytest.approx(macro_f1(gold, pred, labels))
+    assert low < value < high and high - low < 0.3
+    again = bootstrap_macro_f1(gold, pred, labels, 500, 9)
+    assert bootstrap_macro_f1(gold, pred, labels, 500, seed=9) == again
+    assert bootstrap_macro_f1(gold, gold, labels, 500, seed=9) == (1.0, 1.0, 1.0)
+
+
+def test_paired_macro_f1_keeps_the_pairing():
+    gold = ["S", "N", "S", "N", "S", "N", "S", "S"]
+    a = ["S", "S", "S", "N", "N", "N", "S", "N"]
+    out = paired_macro_f1(gold, a, a, ["S", "N"], n_resamples=1000, seed=2)
+    assert out["bootstrap"]["difference"] == 0.0
+    assert (out["bootstrap"]["low"], out["bootstrap"]["high"]) == (0.0, 0.0)
+    better = paired_macro_f1(gold, a, gold, ["S", "N"], n_resamples=2000, seed=2)
+    assert better["b"] == 1.0 and better["a"] == pytest.approx(macro_f1(gold, a, ["S", "N"]))
+    assert better["bootstrap"]["difference"] == pytest.approx(1.0 - better["a"])
+    assert better["bootstrap"]["low"] >= 0.0 and better["bootstrap"]["share_not_positive"] < 0.05
+
+
+def test_macro_f1_bad_input_is_rejected():
+    with pytest.raises(ValueError, match="not among"):
+        bootstrap_macro_f1(["S"], ["X"], ["S", "N"])
+    with pytest.raises(ValueError, match="differ in length"):
+        bootstrap_macro_f1(["S", "N"], ["S"], ["S", "N"])
+    with pytest.raises(ValueError, match="no claims"):
+        paired_macro_f1([], [], [], ["S", "N"])
+    with pytest.raises(ValueError, match="n_resamples"):
+        bootstrap_macro_f1(["S"], ["S"], ["S", "N"], n_resamples=0)
