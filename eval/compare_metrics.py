@@ -170,9 +170,9 @@ def score_run(
     correct = {n: [label_correct(c, r) for c, r in zip(claims, recs[n], strict=True)] for n in names}
     strict = {n: [strict_correct(c, r) for c, r in zip(claims, recs[n], strict=True)] for n in names}
     multi_hop = any(c.num_hops is not None for c in claims)
-    labels = [str(x).upper() for x in data.labels]
-    gold_labels = [str(c.label).upper() for c in claims]
-    predicted = {n: [str(r["dataset_label"]).upper() for r in recs[n]] for n in names}
+    labels = list(data.labels)
+    gold_labels = [c.label for c in claims]
+    predicted = {n: [r["dataset_label"] for r in recs[n]] for n in names}
 
     def paired_f1(a: str, b: str, idx: Sequence[int]) -> dict:
         return paired_macro_f1(

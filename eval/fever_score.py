@@ -458,6 +458,17 @@ def _position(value: str, index: dict[str, int], what: str, i: int) -> int:
     return index[key]
 
 
+def label_positions(values: Sequence[str], labels: Sequence[str], what: str) -> list[int]:
+    """Each value's position in ``labels``, compared as :func:`confusion_matrix` compares them
+    (case-insensitively; Enum members by value).
+
+    Raises:
+        ValueError: a label given twice, or a value not in ``labels`` (naming ``what`` and its position).
+    """
+    index = _label_index(labels)
+    return [_position(v, index, what, i) for i, v in enumerate(values)]
+
+
 def confusion_matrix(gold: Sequence[str], predicted: Sequence[str], labels: Sequence[str]) -> list[list[int]]:
     """Counts ``m[i][j]`` of claims with gold ``labels[i]`` predicted as ``labels[j]``.
 

@@ -36,12 +36,13 @@ def _save(fig: plt.Figure, path: Path) -> Path:
 
 
 def comparison_bars(metrics: Mapping, path: Path) -> Path:
-    """Grouped bars per metric and system; accuracy and FEVER score carry 95% bootstrap intervals."""
+    """Grouped bars per metric and system; accuracy, FEVER score and macro-F1 (where the run has its
+    interval) carry 95% bootstrap intervals."""
     names = metrics["systems"]
     keys = [
         ("label_accuracy", "accuracy", "accuracy"),
         ("fever_score", "FEVER score", "fever_score"),
-        ("macro_f1", "macro-F1", None),
+        ("macro_f1", "macro-F1", "macro_f1"),
         ("evidence_f1", "evidence F1", None),
         ("recall@5", "recall@5", None),
         ("recall@20", "recall@20", None),
@@ -55,7 +56,8 @@ def comparison_bars(metrics: Mapping, path: Path) -> Path:
             v = m["retrieval"].get(key) if key.startswith("recall@") else m[key]
             v = float(v or 0.0)
             values.append(v)
-            lo, hi = (m["ci"][ci][1], m["ci"][ci][2]) if ci else (v, v)
+            interval = m.get("macro_f1_ci") if ci == "macro_f1" else m["ci"][ci] if ci else None
+            lo, hi = (interval[1], interval[2]) if interval else (v, v)
             lows.append(max(0.0, v - lo))
             highs.append(max(0.0, hi - v))
         xs = [i + (j - (len(names) - 1) / 2) * width for i in range(len(keys))]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
-from eval.verification_eval import metrics_table
+from eval.verification_eval import macro_f1_ci_text, metrics_table
 from garag.artifacts import write_text_atomic
 from garag.config import Config
 
@@ -33,8 +33,10 @@ def _flatten(d: Mapping, prefix: str = "") -> dict[str, object]:
 
 def headline_table(metrics: Mapping) -> str:
     """Accuracy and FEVER score with 95% bootstrap intervals, plus the other headline metrics."""
+    with_ci = any(metrics["per_system"][n].get("macro_f1_ci") for n in metrics["systems"])
+    f1_head = "macro-F1 [95% CI]" if with_ci else "macro-F1"
     lines = [
-        "| system | n | accuracy [95% CI] | FEVER score [95% CI] | macro-F1 | evidence F1 | R@5 | R@20 "
+        f"| system | n | accuracy [95% CI] | FEVER score [95% CI] | {f1_head} | evidence F1 | R@5 | R@20 "
         "| hit rate |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
@@ -43,7 +45,7 @@ def headline_table(metrics: Mapping) -> str:
         acc, fs, r = m["ci"]["accuracy"], m["ci"]["fever_score"], m["retrieval"]
         lines.append(
             f"| {name} | {m['n']} | {acc[0]:.3f} [{acc[1]:.3f}, {acc[2]:.3f}] | "
-            f"{fs[0]:.3f} [{fs[1]:.3f}, {fs[2]:.3f}] | {m['macro_f1']:.3f}{_ci(m)} | "
+            f"{fs[0]:.3f} [{fs[1]:.3f}, {fs[2]:.3f}] | {m['macro_f1']:.3f}{macro_f1_ci_text(m)} | "
             f"{m['evidence_f1']:.3f} | "
             f"{_f(r.get('recall@5'))} | {_f(r.get('recall@20'))} | {_f(r.get('hit_rate'))} |"
         )
@@ -63,18 +65,13 @@ def headline_table(metrics: Mapping) -> str:
             for h in hops:
                 g = m["groups"].get(h)
                 cells.append(
-                    f"{g['accuracy']:.3f} / {g['macro_f1']:.3f}{_ci(g)} / {g.get('hover_score', 0.0):.3f}"
+                    f"{g['accuracy']:.3f} / {g['macro_f1']:.3f}{macro_f1_ci_text(g)} / "
+                    f"{g.get('hover_score', 0.0):.3f}"
                     if g
                     else "-"
                 )
             lines.append(f"| {name} | {m.get('hover_score', 0.0):.3f} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
-
-
-def _ci(m: Mapping) -> str:
-    """ " [low, high]" of a metrics dict's macro-F1 interval (runs scored before it have none)."""
-    ci = m.get("macro_f1_ci")
-    return f" [{ci[1]:.3f}, {ci[2]:.3f}]" if ci else ""
 
 
 def _f1_row(what: str, c: Mapping) -> str:

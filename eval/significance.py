@@ -35,6 +35,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
+from eval.fever_score import label_positions, macro_f1
+
 EXACT_BELOW = 25
 
 
@@ -154,12 +156,7 @@ def paired_bootstrap(
     y = np.asarray(values_b, dtype=np.float64)
     if x.ndim != 1 or y.ndim != 1 or x.size != y.size:
         raise ValueError(f"paired vectors must be flat and equally long ({x.size} != {y.size})")
-    if x.size == 0:
-        raise ValueError("no claims to compare")
-    if n_resamples < 1:
-        raise ValueError(f"n_resamples must be >= 1, got {n_resamples}")
-    if not 0 < confidence < 1:
-        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
+    _check_resampling(x.size, n_resamples, confidence)
     diff = y - x
     rng = np.random.default_rng(seed)
     means = np.empty(n_resamples, dtype=np.float64)
@@ -204,12 +201,8 @@ def paired_comparison(
     }
 
 
-def _codes(values: Sequence[str], labels: Sequence[str], name: str) -> np.ndarray:
-    index = {lab: i for i, lab in enumerate(labels)}
-    unknown = sorted({v for v in values if v not in index})
-    if unknown:
-        raise ValueError(f"{name}: labels {unknown} are not among {list(labels)}")
-    return np.fromiter((index[v] for v in values), dtype=np.int64, count=len(values))
+def _codes(values: Sequence[str], labels: Sequence[str], what: str) -> np.ndarray:
+    return np.asarray(label_positions(values, labels, what), dtype=np.int64)
 
 
 def _macro_f1_rows(gold: np.ndarray, pred: np.ndarray, n_labels: int) -> np.ndarray:
@@ -242,7 +235,7 @@ def _resampled_macro_f1(
 
 def _check_resampling(n: int, n_resamples: int, confidence: float) -> None:
     if n == 0:
-        raise ValueError("no claims to score")
+        raise ValueError("no claims to compare")
     if n_resamples < 1:
         raise ValueError(f"n_resamples must be >= 1, got {n_resamples}")
     if not 0 < confidence < 1:
@@ -268,7 +261,7 @@ def bootstrap_macro_f1(
         raise ValueError(f"gold and predicted labels differ in length ({len(gold)} != {len(predicted)})")
     _check_resampling(len(gold), n_resamples, confidence)
     g, p = _codes(gold, labels, "gold"), _codes(predicted, labels, "predicted")
-    value = float(_macro_f1_rows(g[None, :], p[None, :], len(labels))[0])
+    value = macro_f1(gold, predicted, labels)
     (f1s,) = _resampled_macro_f1(g, [p], len(labels), n_resamples, seed)
     alpha = (1.0 - confidence) / 2.0
     low, high = np.quantile(f1s, [alpha, 1.0 - alpha])
@@ -298,12 +291,18 @@ def paired_macro_f1(
     _check_resampling(len(gold), n_resamples, confidence)
     g = _codes(gold, labels, "gold")
     pa, pb = _codes(predicted_a, labels, "system A"), _codes(predicted_b, labels, "system B")
-    a = float(_macro_f1_rows(g[None, :], pa[None, :], len(labels))[0])
-    b = float(_macro_f1_rows(g[None, :], pb[None, :], len(labels))[0])
+    a, b = macro_f1(gold, predicted_a, labels), macro_f1(gold, predicted_b, labels)
     fa, fb = _resampled_macro_f1(g, [pa, pb], len(labels), n_resamples, seed)
     diff = fb - fa
     alpha = (1.0 - confidence) / 2.0
     low, high = np.quantile(diff, [alpha, 1.0 - alpha])
-    result = BootstrapResult(b - a, float(low), float(high), confidence, n_resamples, seed,
-                             float(np.mean(diff <= 0)))  # fmt: skip
+    result = BootstrapResult(
+        difference=b - a,
+        low=float(low),
+        high=float(high),
+        confidence=confidence,
+        n_resamples=n_resamples,
+        seed=seed,
+        share_not_positive=float(np.mean(diff <= 0)),
+    )
     return {"n": len(gold), "a": a, "b": b, "bootstrap": result.to_dict()}

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -344,13 +344,14 @@ def score_records(
     }
 
 
-def _ci(m: dict, digits: int = 3) -> str:
-    """ " [low, high]" of a metrics dict's macro-F1 interval, or nothing where it has none."""
+def macro_f1_ci_text(m: Mapping, digits: int = 3) -> str:
+    """The text " [low, high]" of a metrics dict's macro-F1 interval, or "" where it has none (runs
+    scored before intervals, or without them)."""
     ci = m.get("macro_f1_ci")
     return f" [{ci[1]:.{digits}f}, {ci[2]:.{digits}f}]" if ci else ""
 
 
-def _f1_head(m: dict) -> str:
+def _f1_head(m: Mapping) -> str:
     return "macro-F1 [95% CI]" if m.get("macro_f1_ci") else "macro-F1"
 
 
@@ -361,7 +362,8 @@ def metrics_table(name: str, m: dict) -> str:
         "",
         f"| label acc | FEVER score | {_f1_head(m)} | evidence P | evidence R | evidence F1 | R@5 | R@20 |",
         "|---|---|---|---|---|---|---|---|",
-        f"| {m['label_accuracy']:.4f} | {m['fever_score']:.4f} | {m['macro_f1']:.4f}{_ci(m, 4)} | "
+        f"| {m['label_accuracy']:.4f} | {m['fever_score']:.4f} | "
+        f"{m['macro_f1']:.4f}{macro_f1_ci_text(m, 4)} | "
         f"{m['evidence_precision']:.4f} | {m['evidence_recall']:.4f} | {m['evidence_f1']:.4f} | "
         f"{m['retrieval'].get('recall@5') or 0:.3f} | {m['retrieval'].get('recall@20') or 0:.3f} |",
         "",
@@ -385,13 +387,13 @@ def metrics_table(name: str, m: dict) -> str:
             "",
             f"| hops | n | accuracy | {_f1_head(m)} | HoVer score | FEVER score | R@5 | R@20 |",
             "|---|---|---|---|---|---|---|---|",
-            f"| all | {m['n']} | {m['label_accuracy']:.3f} | {m['macro_f1']:.3f}{_ci(m)} | "
+            f"| all | {m['n']} | {m['label_accuracy']:.3f} | {m['macro_f1']:.3f}{macro_f1_ci_text(m)} | "
             f"{m.get('hover_score', 0.0):.3f} | {m['fever_score']:.3f} | "
             f"{m['retrieval'].get('recall@5') or 0:.3f} | {m['retrieval'].get('recall@20') or 0:.3f} |",
         ]
         for g, s in m["groups"].items():
             lines.append(
-                f"| {g} | {s['n']} | {s['accuracy']:.3f} | {s['macro_f1']:.3f}{_ci(s)} | "
+                f"| {g} | {s['n']} | {s['accuracy']:.3f} | {s['macro_f1']:.3f}{macro_f1_ci_text(s)} | "
                 f"{s.get('hover_score', 0.0):.3f} | {s['fever_score']:.3f} | "
                 f"{s['retrieval'].get('recall@5') or 0:.3f} | {s['retrieval'].get('recall@20') or 0:.3f} |"
             )

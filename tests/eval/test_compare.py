@@ -162,6 +162,21 @@ def test_metrics_follow_the_saved_records(setup):
     assert "| macro-F1 | 6 |" in report and "has no McNemar test" in report
 
 
+def test_reports_of_runs_scored_before_macro_f1_intervals_still_render(setup):
+    import copy
+
+    from eval.compare_metrics import metrics_csv
+    from eval.report import headline_table, significance_table
+
+    old = copy.deepcopy(setup[3].metrics)
+    for m in old["per_system"].values():
+        del m["macro_f1_ci"]
+    for pair in old["paired"]:
+        del pair["macro_f1"]
+    assert "macro-F1 [95% CI]" not in headline_table(old) and "| macro-F1 |" not in significance_table(old)
+    assert metrics_csv(old).splitlines()[2].endswith(",,,,,")  # the interval columns stay empty
+
+
 def test_rescore_gives_identical_metrics(setup):
     _, _, _, outcome, results_dir = setup
     before = json.loads((outcome.run_dir / "metrics.json").read_text(encoding="utf-8"))

@@ -117,6 +117,9 @@ def test_scoring_a_file_with_a_corrupt_line_names_it_and_changes_nothing(world: 
     assert bad.read_bytes() == before
     metrics = json.loads((world["root"] / "metrics.json").read_text(encoding="utf-8"))
     assert metrics["skipped_prediction_lines"] == {"bad_json": 1}
+    value, low, high = metrics["macro_f1_ci"]  # evaluate gives macro-F1 its interval
+    assert value == metrics["macro_f1"] and low <= value <= high
+    assert "macro-F1 [95% CI]" in (world["root"] / "metrics.md").read_text(encoding="utf-8")
 
 
 def test_out_naming_a_file_is_one_line(world: dict, capsys) -> None:

@@ -139,6 +139,34 @@ def test_macro_f1_interval_by_hand():
     assert (low, high) == (0.0, 0.5)
 
 
+def test_every_resample_is_scored_as_the_scorer_scores_it():
+    # the interval's resamples, drawn again with the same seed and scored one by one with
+    # eval.fever_score.macro_f1: tiny and skewed samples, so that classes drop out of resamples
+    import numpy as np
+
+    from eval.significance import _resampled_macro_f1
+
+    rng = np.random.default_rng(11)
+    for n_labels, n in ((2, 1), (2, 3), (3, 5), (3, 8), (2, 20)):
+        labels = ["SUPPORTS", "REFUTES", "NOT ENOUGH INFO"][:n_labels]
+        gold = [labels[0] if rng.random() < 0.7 else labels[-1] for _ in range(n)]
+        pred = [labels[int(rng.integers(n_labels))] for _ in range(n)]
+        codes = [np.array([labels.index(x) for x in v]) for v in (gold, pred)]
+        (fast,) = _resampled_macro_f1(codes[0], [codes[1]], n_labels, 300, seed=5)
+        draws = np.random.default_rng(5).integers(0, n, size=(300, n))
+        slow = [macro_f1([gold[i] for i in d], [pred[i] for i in d], labels) for d in draws]
+        assert fast.tolist() == pytest.approx(slow, abs=1e-12)
+
+
+def test_macro_f1_labels_compare_as_the_scorer_compares_them():
+    # case-insensitively, as eval.fever_score.macro_f1 (and FEVER's scorer) do
+    gold, pred = ["supported", "NOT_SUPPORTED"], ["SUPPORTED", "SUPPORTED"]
+    labels = ["SUPPORTED", "NOT_SUPPORTED"]
+    assert bootstrap_macro_f1(gold, pred, labels, 100)[0] == macro_f1(gold, pred, labels)
+    with pytest.raises(ValueError, match="given twice"):
+        bootstrap_macro_f1(["S"], ["S"], ["S", "s"])
+
+
 def test_macro_f1_interval_matches_the_scorer_on_random_labels():
     import random
 
@@ -167,8 +195,12 @@ def test_paired_macro_f1_keeps_the_pairing():
 
 
 def test_macro_f1_bad_input_is_rejected():
-    with pytest.raises(ValueError, match="not among"):
+    with pytest.raises(ValueError, match="predicted label 0 is 'X'"):
         bootstrap_macro_f1(["S"], ["X"], ["S", "N"])
+    with pytest.raises(ValueError, match="differ in length"):
+        paired_macro_f1(["S", "N"], ["S", "N"], ["S"], ["S", "N"])
+    with pytest.raises(ValueError, match="confidence"):
+        bootstrap_macro_f1(["S"], ["S"], ["S", "N"], confidence=1.0)
     with pytest.raises(ValueError, match="differ in length"):
         bootstrap_macro_f1(["S", "N"], ["S"], ["S", "N"])
     with pytest.raises(ValueError, match="no claims"):
