@@ -242,6 +242,33 @@ def _check_resampling(n: int, n_resamples: int, confidence: float) -> None:
         raise ValueError(f"confidence must be in (0, 1), got {confidence}")
 
 
+def _macro_f1_resampled(
+    gold: Sequence[str],
+    systems: dict[str, Sequence[str]],
+    labels: Sequence[str],
+    n_resamples: int,
+    seed: int,
+    confidence: float,
+) -> tuple[list[float], list[np.ndarray]]:
+    """Each system's macro-F1 on the claims and on the same ``n_resamples`` resamples of them,
+    after the checks :func:`bootstrap_macro_f1` and :func:`paired_macro_f1` share (``systems``:
+    name -> predicted labels; the name is what an unknown label's error says)."""
+    lengths = [len(gold), *(len(p) for p in systems.values())]
+    if len(set(lengths)) > 1:
+        names = " and ".join(systems)
+        raise ValueError(f"gold and {names} labels differ in length ({', '.join(map(str, lengths))})")
+    _check_resampling(len(gold), n_resamples, confidence)
+    codes = [_codes(p, labels, name) for name, p in systems.items()]
+    values = [macro_f1(gold, p, labels) for p in systems.values()]
+    return values, _resampled_macro_f1(_codes(gold, labels, "gold"), codes, len(labels), n_resamples, seed)
+
+
+def _percentile_interval(values: np.ndarray, confidence: float) -> tuple[float, float]:
+    alpha = (1.0 - confidence) / 2.0
+    low, high = np.quantile(values, [alpha, 1.0 - alpha])
+    return float(low), float(high)
+
+
 def bootstrap_macro_f1(
     gold: Sequence[str],
     predicted: Sequence[str],
@@ -257,15 +284,10 @@ def bootstrap_macro_f1(
         ValueError: lengths differ, no claims, a label outside ``labels``, bad ``n_resamples`` or
             ``confidence``.
     """
-    if len(gold) != len(predicted):
-        raise ValueError(f"gold and predicted labels differ in length ({len(gold)} != {len(predicted)})")
-    _check_resampling(len(gold), n_resamples, confidence)
-    g, p = _codes(gold, labels, "gold"), _codes(predicted, labels, "predicted")
-    value = macro_f1(gold, predicted, labels)
-    (f1s,) = _resampled_macro_f1(g, [p], len(labels), n_resamples, seed)
-    alpha = (1.0 - confidence) / 2.0
-    low, high = np.quantile(f1s, [alpha, 1.0 - alpha])
-    return value, float(low), float(high)
+    (value,), (f1s,) = _macro_f1_resampled(
+        gold, {"predicted": predicted}, labels, n_resamples, seed, confidence
+    )
+    return (value, *_percentile_interval(f1s, confidence))
 
 
 def paired_macro_f1(
@@ -283,23 +305,15 @@ def paired_macro_f1(
     Raises:
         ValueError: as :func:`bootstrap_macro_f1`.
     """
-    if not len(gold) == len(predicted_a) == len(predicted_b):
-        raise ValueError(
-            f"gold and the two systems' labels differ in length ({len(gold)}, {len(predicted_a)}, "
-            f"{len(predicted_b)})"
-        )
-    _check_resampling(len(gold), n_resamples, confidence)
-    g = _codes(gold, labels, "gold")
-    pa, pb = _codes(predicted_a, labels, "system A"), _codes(predicted_b, labels, "system B")
-    a, b = macro_f1(gold, predicted_a, labels), macro_f1(gold, predicted_b, labels)
-    fa, fb = _resampled_macro_f1(g, [pa, pb], len(labels), n_resamples, seed)
+    (a, b), (fa, fb) = _macro_f1_resampled(
+        gold, {"system A": predicted_a, "system B": predicted_b}, labels, n_resamples, seed, confidence
+    )
     diff = fb - fa
-    alpha = (1.0 - confidence) / 2.0
-    low, high = np.quantile(diff, [alpha, 1.0 - alpha])
+    low, high = _percentile_interval(diff, confidence)
     result = BootstrapResult(
         difference=b - a,
-        low=float(low),
-        high=float(high),
+        low=low,
+        high=high,
         confidence=confidence,
         n_resamples=n_resamples,
         seed=seed,
