@@ -55,6 +55,7 @@ from verifier.claim_aggregator import (
     fit_aggregator,
     read_aggregator,
 )
+from verifier.distill import read_teacher, soft_targets
 from verifier.inputs import build_premise
 from verifier.labels import LABEL_ORDER
 from verifier.nli import NLIVerifier
@@ -157,9 +158,52 @@ def verifier_artifact_dir(config: Config) -> Path:
     }
     if config.train.compositional > 0:
         settings["compositional_generator"] = GENERATOR_VERSION
+    if config.train.distill:
+        settings["distill_sha256"] = _teacher_sha256(config)
     if config.train.base_model == GARAG_BASE:
         settings["base_verifier"] = verifier_artifact_dir(_base_verifier_config(config)).name
     return cache / f"verifier-{settings_hash('verifier', settings, cached_fingerprint(corpus, cache))}"
+
+
+def _teacher_sha256(config: Config) -> str:
+    path = Path(config.train.distill)
+    if not path.is_file():
+        raise ValueError(f"train.distill: no such teacher file: {path}")
+    return file_sha256(path)
+
+
+def _soft_targets(
+    config: Config, train_ex: Sequence[TrainExample], teacher: dict | None = None
+) -> tuple[list | None, dict]:
+    """The teacher's soft targets for ``train_ex`` (``train.distill``; ``teacher`` if already read),
+    and what to record of them."""
+    if not config.train.distill:
+        return None, {}
+    if teacher is None:
+        teacher = read_teacher(config.train.distill)
+    targets, missing = soft_targets(train_ex, teacher)
+    if missing == len(train_ex):
+        raise ValueError(
+            f"{config.train.distill}: the teacher scored none of the {len(train_ex)} training examples "
+            "(made for other examples, another corpus or other train settings?)"
+        )
+    if missing:
+        logger.warning(
+            "%s: no soft target for %d of %d training examples (they train on their labels alone)",
+            config.train.distill,
+            missing,
+            len(train_ex),
+        )
+    info = {
+        "file": config.train.distill,
+        "sha256": _teacher_sha256(config),
+        "teacher_rows": len(teacher),
+        "examples_with_target": len(train_ex) - missing,
+        "examples_without": missing,
+        "weight": config.train.distill_weight,
+        "temperature": config.train.distill_temperature,
+    }
+    return targets, info
 
 
 def ensure_verifier(config: Config, progress: bool = True, force: bool = False) -> str:
@@ -317,10 +361,15 @@ def fit_claim_aggregator(config: Config, model_dir: str | Path, progress: bool =
 def train_from_fever(config: Config, out_dir: Path, progress: bool = True) -> dict:
     """Build the training data, fine-tune, calibrate the NEI bias on validation, write ``meta.json``."""
     started = time.time()
+    # a bad teacher file fails before the minutes of retrieval that the examples take
+    teacher = read_teacher(config.train.distill) if config.train.distill else None
     train_ex, val_ex, stats = prepare_examples(config, progress)
     logger.info("verifier data: %s", stats)
+    targets, distill = _soft_targets(config, train_ex, teacher)
     base = _resolve_base(config, progress)
-    result = train_verifier(train_ex, val_ex, config.train, base, out_dir, progress=progress)
+    result = train_verifier(
+        train_ex, val_ex, config.train, base, out_dir, progress=progress, soft_targets=targets
+    )
     scorer_config = config.verifier.model_copy(update={"model": str(result.model_dir), "nei_bias": 0.0})
     scorer = NLIVerifier(scorer_config, str(result.model_dir)).load()
     calibration = calibrate_nei_bias(result.model_dir, val_ex, scorer.predict_pairs, scorer_config.top_k)
@@ -333,6 +382,7 @@ def train_from_fever(config: Config, out_dir: Path, progress: bool = True) -> di
         "top_k": config.verifier.top_k,
         "premise_format": PREMISE_FORMAT,
         "data": {**stats, "train_sha256": _digest(train_ex), "val_sha256": _digest(val_ex)},
+        **({"distill": distill} if distill else {}),
         "label_counts": {
             "train": dict(Counter(e.label.value for e in train_ex)),
             "val": dict(Counter(e.label.value for e in val_ex)),

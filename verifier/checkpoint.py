@@ -98,11 +98,25 @@ def run_settings(
     overrides: dict | None,
     train: Sequence[TrainExample],
     val: Sequence[TrainExample],
+    soft_targets_digest: str | None = None,
 ) -> dict:
     """Everything that must match for a run to be resumed (or its result reused)."""
     train_settings = config.model_dump()
     if not train_settings["base_train"]:
         del train_settings["base_train"]  # added later: runs saved before it still resume
+    for key in ("distill", "distill_weight", "distill_temperature"):  # likewise
+        train_settings.pop(key)
+    distill = (
+        {}
+        if soft_targets_digest is None
+        else {
+            "distill": {
+                "weight": config.distill_weight,
+                "temperature": config.distill_temperature,
+                "targets_digest": soft_targets_digest,
+            }
+        }
+    )
     return {
         "train": train_settings,
         "base_model": base_model,
@@ -112,6 +126,7 @@ def run_settings(
         "n_val": len(val),
         "train_digest": examples_digest(train),
         "val_digest": examples_digest(val),
+        **distill,
     }
 
 

@@ -116,6 +116,7 @@ class _Trainer:
         out_dir: Path,
         overrides: dict | None,
         progress: bool,
+        soft_targets: Sequence[tuple[float, float, float] | None] | None = None,
     ) -> None:
         import torch
         from transformers import AutoModelForSequenceClassification, AutoTokenizer
@@ -126,7 +127,8 @@ class _Trainer:
         self.val = val
         self.out_dir = out_dir
         self.progress = progress
-        self.settings = run_settings(config, base_model, overrides, train, val)
+        self.soft_targets = soft_targets
+        self.settings = run_settings(config, base_model, overrides, train, val, _digest_or_none(soft_targets))
         self.device = "cuda" if torch.cuda.is_available() else "cpu"
         self.tokenizer = AutoTokenizer.from_pretrained(base_model)
         ckpt = recover_checkpoint(out_dir)
@@ -195,6 +197,31 @@ class _Trainer:
     def _labels(self, batch: Sequence[TrainExample]) -> Any:
         ids = [LABEL_ORDER.index(ex.label) for ex in batch]
         return self.torch.tensor(ids, dtype=self.torch.long, device=self.device)
+
+    def _loss(self, chosen: Sequence[int], batch: Sequence[TrainExample]) -> Any:
+        """Cross-entropy; with soft targets, mixed with the temperature-scaled KL divergence from the
+        teacher's probabilities for the examples that have one (verifier/distill.py)."""
+        labels = self._labels(batch)
+        if self.soft_targets is None:
+            return self.model(**self._encode(batch), labels=labels).loss
+        torch = self.torch
+        f = torch.nn.functional
+        logits = self.model(**self._encode(batch)).logits.float()
+        ce = f.cross_entropy(logits, labels, reduction="none")
+        rows = [self.soft_targets[i] for i in chosen]
+        has = torch.tensor([t is not None for t in rows], dtype=torch.bool, device=self.device)
+        if not bool(has.any()):
+            return ce.mean()
+        teacher = torch.tensor(
+            [t if t is not None else (1.0, 0.0, 0.0) for t in rows], dtype=torch.float32, device=self.device
+        )
+        temp, weight = self.config.distill_temperature, self.config.distill_weight
+        if temp != 1.0:  # the teacher's distribution at the same temperature
+            teacher = torch.softmax(torch.log(teacher.clamp_min(1e-12)) / temp, dim=-1)
+        log_student = f.log_softmax(logits / temp, dim=-1)
+        kl = (teacher * (torch.log(teacher.clamp_min(1e-12)) - log_student)).sum(-1) * temp**2
+        per_example = torch.where(has, (1 - weight) * ce + weight * kl, ce)
+        return per_example.mean()
 
     def epoch_order(self, epoch: int) -> list[int]:
         """The shuffled example order of an epoch (a function of seed and epoch only, so resumable)."""
@@ -290,7 +317,7 @@ class _Trainer:
                 for b in range(position, self.steps_per_epoch):
                     chosen = order[b * config.batch_size : (b + 1) * config.batch_size]
                     batch = [self.train[i] for i in chosen]
-                    loss = self.model(**self._encode(batch), labels=self._labels(batch)).loss
+                    loss = self._loss(chosen, batch)
                     loss.backward()
                     torch.nn.utils.clip_grad_norm_(self.model.parameters(), MAX_GRAD_NORM)
                     self.optimizer.step()
@@ -408,6 +435,12 @@ class _Trainer:
         return result
 
 
+def _digest_or_none(soft_targets: Sequence[tuple[float, float, float] | None] | None) -> str | None:
+    from verifier.distill import targets_digest
+
+    return None if soft_targets is None else targets_digest(soft_targets)
+
+
 def _result_json(result: TrainResult) -> dict:
     return {
         "model_dir": str(result.model_dir),
@@ -431,6 +464,7 @@ def train_verifier(
     checkpoint_every: int = 0,
     checkpoint_minutes: float = 10.0,
     on_step: Callable[[int, float], None] | None = None,
+    soft_targets: Sequence[tuple[float, float, float] | None] | None = None,
 ) -> TrainResult:
     """Fine-tune a 3-way verdict classifier; resumes from ``out_dir/checkpoint`` when present.
 
@@ -455,12 +489,16 @@ def train_verifier(
         checkpoint_every: also checkpoint every this many steps (0 = only by time and at validation).
         checkpoint_minutes: also checkpoint when this much time passed since the last one.
         on_step: called as ``on_step(step, loss)`` after each step (after any checkpoint of that step).
+        soft_targets: with ``config.distill`` set, one teacher probability triple (``LABEL_ORDER``)
+            or None per training example (:func:`verifier.distill.soft_targets`); the loss then
+            mixes in the teacher's (``config.distill_weight``, ``config.distill_temperature``).
 
     Returns:
         The :class:`TrainResult`; a finished ``out_dir`` returns its stored result without training.
 
     Raises:
-        ValueError: empty train or val, or an ``out_dir`` made with different settings or data.
+        ValueError: empty train or val, soft targets without ``config.distill`` (or the reverse) or
+            not one per example, or an ``out_dir`` made with different settings or data.
     """
     if not train:
         raise ValueError("train_verifier: no training examples")
@@ -468,13 +506,18 @@ def train_verifier(
         raise ValueError("train_verifier: no validation examples (needed to choose the model and stop early)")
     if checkpoint_every < 0 or checkpoint_minutes <= 0:
         raise ValueError("checkpoint_every must be >= 0 and checkpoint_minutes > 0")
+    if bool(config.distill) != (soft_targets is not None):
+        raise ValueError("train.distill and soft_targets go together: a teacher file needs its soft targets")
+    if soft_targets is not None and len(soft_targets) != len(train):
+        raise ValueError(f"soft_targets: {len(soft_targets)} for {len(train)} training examples")
     base_model = resolve_backbone(base_model_path)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     done = out_dir / _RESULT
     if done.is_file() and (out_dir / "model").is_dir():
         stored = json.loads(done.read_text(encoding="utf-8"))
-        expected = run_settings(config, base_model, model_overrides, train, val)
+        digest = _digest_or_none(soft_targets)
+        expected = run_settings(config, base_model, model_overrides, train, val, digest)
         check_settings(stored.pop("settings"), expected, done)
         logger.info("verifier already trained in %s", out_dir)
         return TrainResult(
@@ -494,7 +537,7 @@ def train_verifier(
         torch.backends.cuda.matmul.allow_tf32 = True
         torch.backends.cudnn.allow_tf32 = True
     try:
-        trainer = _Trainer(config, train, val, base_model, out_dir, model_overrides, progress)
+        trainer = _Trainer(config, train, val, base_model, out_dir, model_overrides, progress, soft_targets)
         resumed_from = trainer.state["step"]
         trainer.run(checkpoint_every, checkpoint_minutes, on_step)
         return trainer.finalize(resumed_from)

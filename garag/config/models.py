@@ -192,6 +192,11 @@ class TrainConfig(Section):
         bridge_share: share of compositional examples built as bridge chains (each part about a
             page the previous part mentions), as in HoVer.
         seed: random seed for splits, sampling and initialisation.
+        distill: a teacher file of soft targets (verifier/distill.py; "" = none): each example it
+            scored is trained towards the teacher's probabilities as well as its label.  Hashed
+            by its content, not its path.
+        distill_weight: the soft targets' share of the loss (0-1).
+        distill_temperature: the softmax temperature at which student and teacher are compared.
     """
 
     section: ClassVar[str] = "train"
@@ -216,8 +221,19 @@ class TrainConfig(Section):
     compositional: Float = Field(0.0, ge=0, le=20)
     bridge_share: Float = Field(0.5, ge=0, le=1)
     base_train: dict[StrictStr, object] = Field(default_factory=dict)
+    distill: Str = ""
+    distill_weight: Float = Field(0.5, ge=0, le=1)
+    distill_temperature: Float = Field(1.0, gt=0, le=20)
 
-    HASH_OPTIONAL: ClassVar[dict[str, object]] = {"compositional": 0.0, "bridge_share": 0.5, "base_train": {}}
+    HASH_OPTIONAL: ClassVar[dict[str, object]] = {
+        "compositional": 0.0,
+        "bridge_share": 0.5,
+        "base_train": {},
+        "distill_weight": 0.5,
+        "distill_temperature": 1.0,
+    }
+    # the teacher file is hashed by its content (pipeline/train_verifier.py), not by its path
+    NOT_HASHED: ClassVar[frozenset[str]] = frozenset({"distill"})
 
     @field_validator("base_train")
     @classmethod

@@ -1,0 +1,261 @@
+"""Soft targets from a teacher (verifier/distill.py) and training towards them (verifier/train.py)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from garag.types import Label
+from verifier.distill import example_key, pair_key, read_teacher, soft_targets, targets_digest, write_teacher
+from verifier.inputs import build_premise
+from verifier.labels import LABEL_ORDER
+from verifier.train import train_verifier
+
+
+class Interrupt(RuntimeError):
+    """Simulated crash."""
+
+
+def _one_hot(label: Label) -> tuple[float, float, float]:
+    return tuple(1.0 if lab is label else 0.0 for lab in LABEL_ORDER)  # type: ignore[return-value]
+
+
+def _write_lines(path: Path, lines: list[str]) -> Path:
+    with gzip.open(path, "wt", encoding="utf-8") as fh:
+        fh.write("".join(line + "\n" for line in lines))
+    return path
+
+
+def test_teacher_file_round_trip_is_stable(tmp_path: Path) -> None:
+    rows = [("b" * 24, (0.2, 0.3, 0.5)), ("a" * 24, (0.7, 0.1, 0.2))]
+    first = tmp_path / "one" / "teacher.jsonl.gz"
+    second = tmp_path / "two.jsonl.gz"
+    assert write_teacher(first, rows) == 2
+    write_teacher(second, reversed(rows))
+    assert first.read_bytes() == second.read_bytes()  # sorted, no time or name in the gzip header
+    assert stat.S_IMODE(os.stat(first).st_mode) == 0o644
+    back = read_teacher(first)
+    assert set(back) == {"a" * 24, "b" * 24}
+    assert back["b" * 24] == pytest.approx((0.2, 0.3, 0.5))
+    # each row names its labels, so the order of LABEL_ORDER is not baked into the file
+    row = json.loads(gzip.open(first, "rt").readline())
+    assert row["probs"] == {"SUPPORTS": 0.7, "NOT ENOUGH INFO": 0.1, "REFUTES": 0.2}
+    assert not [p for p in first.parent.iterdir() if p.name.startswith(".")]
+
+
+GOOD = '{"key": "k1", "probs": {"SUPPORTS": 0.5, "REFUTES": 0.25, "NOT ENOUGH INFO": 0.25}}'
+
+
+@pytest.mark.parametrize(
+    ("second_line", "message"),
+    [
+        ("{not json", r":2: not JSON"),
+        ('{"probs": {}}', r":2: expected an object with a string 'key'"),
+        ('{"key": "k2", "probs": {"SUPPORTS": 1.0, "REFUTES": 0.0}}', r":2: 'probs' must give exactly"),
+        (
+            '{"key": "k2", "probs": {"SUPPORTS": 0.5, "REFUTES": 0.2, "NOT ENOUGH INFO": 0.2}}',
+            r":2: .*sum to 0\.9",
+        ),
+        (
+            '{"key": "k2", "probs": {"SUPPORTS": 1.5, "REFUTES": -0.5, "NOT ENOUGH INFO": 0.0}}',
+            r":2: probabilities must be finite numbers >= 0",
+        ),
+        (
+            '{"key": "k2", "probs": {"SUPPORTS": "1", "REFUTES": 0, "NOT ENOUGH INFO": 0}}',
+            r":2: probabilities must be finite",
+        ),
+        (GOOD, r":2: key k1 given twice"),
+    ],
+)
+def test_a_bad_teacher_row_is_named_by_file_and_line(tmp_path: Path, second_line: str, message: str) -> None:
+    path = _write_lines(tmp_path / "t.jsonl.gz", [GOOD, second_line])
+    with pytest.raises(ValueError, match=message) as info:
+        read_teacher(path)
+    assert str(info.value).startswith(f"{path}:2: ")
+    assert "\n" not in str(info.value)
+
+
+def test_unreadable_teacher_files_are_refused(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="no such teacher file"):
+        read_teacher(tmp_path / "missing.jsonl.gz")
+    plain = tmp_path / "plain.jsonl.gz"
+    plain.write_text(GOOD + "\n")
+    with pytest.raises(ValueError, match="not a gzipped JSON-lines teacher file"):
+        read_teacher(plain)
+    with pytest.raises(ValueError, match="holds no rows"):
+        read_teacher(_write_lines(tmp_path / "empty.jsonl.gz", []))
+
+
+def test_soft_targets_follow_the_premise_and_the_claim(toy_data) -> None:
+    train, _ = toy_data
+    first, second = train[0], train[1]
+    assert example_key(first) == pair_key(build_premise(first.evidence), first.claim)
+    assert example_key(first) != example_key(second)
+    teacher = {example_key(first): (0.1, 0.2, 0.7)}
+    targets, missing = soft_targets(train, teacher)
+    assert targets[0] == (0.1, 0.2, 0.7)
+    assert targets[1:] == [None] * (len(train) - 1)
+    assert missing == len(train) - 1
+    # the digest sees every value and every gap
+    assert targets_digest(targets) != targets_digest([None] * len(train))
+    assert targets_digest(targets) == targets_digest(list(targets))
+
+
+def _swapped(train) -> list[tuple[float, float, float]]:
+    """A teacher that calls every SUPPORTS example REFUTES and every REFUTES one SUPPORTS."""
+    swap = {Label.SUPPORTS: Label.REFUTES, Label.REFUTES: Label.SUPPORTS}
+    return [_one_hot(swap.get(ex.label, ex.label)) for ex in train]
+
+
+def test_the_student_follows_the_teacher_as_far_as_its_weight_says(
+    tiny_base: Path, tmp_path: Path, toy_data, toy_config
+) -> None:
+    """Labels say "yes" is SUPPORTS; a teacher at weight 1 saying REFUTES wins; at weight 0 it is ignored."""
+    train, val = toy_data
+    targets = _swapped(train)
+    led = train_verifier(
+        train,
+        val,
+        toy_config(distill="teacher", distill_weight=1.0),
+        str(tiny_base),
+        tmp_path / "w1",
+        progress=False,
+        soft_targets=targets,
+    )
+    # validation keeps the true labels: the student learned the teacher's swap, so it gets
+    # SUPPORTS and REFUTES wrong and NEI right
+    per_class = led.best_val["per_class"]
+    assert per_class["SUPPORTS"]["recall"] == 0.0
+    assert per_class["REFUTES"]["recall"] == 0.0
+    assert per_class["NOT ENOUGH INFO"]["recall"] == 1.0
+    ignored = train_verifier(
+        train,
+        val,
+        toy_config(distill="teacher", distill_weight=0.0),
+        str(tiny_base),
+        tmp_path / "w0",
+        progress=False,
+        soft_targets=targets,
+    )
+    assert ignored.best_val["accuracy"] == 1.0
+
+
+def test_examples_without_a_target_learn_from_their_labels(
+    tiny_base: Path, tmp_path: Path, toy_data, toy_config
+) -> None:
+    train, val = toy_data
+    result = train_verifier(
+        train,
+        val,
+        toy_config(distill="teacher", distill_weight=1.0),
+        str(tiny_base),
+        tmp_path,
+        progress=False,
+        soft_targets=[None] * len(train),
+    )
+    assert result.best_val["accuracy"] == 1.0
+
+
+def test_soft_targets_and_train_distill_go_together(
+    tiny_base: Path, tmp_path: Path, toy_data, toy_config
+) -> None:
+    train, val = toy_data
+    targets = _swapped(train)
+    with pytest.raises(ValueError, match="train.distill and soft_targets go together"):
+        train_verifier(
+            train, val, toy_config(), str(tiny_base), tmp_path, progress=False, soft_targets=targets
+        )
+    with pytest.raises(ValueError, match="train.distill and soft_targets go together"):
+        train_verifier(train, val, toy_config(distill="t"), str(tiny_base), tmp_path, progress=False)
+    with pytest.raises(ValueError, match=r"soft_targets: 29 for 30 training examples"):
+        train_verifier(
+            train,
+            val,
+            toy_config(distill="t"),
+            str(tiny_base),
+            tmp_path,
+            progress=False,
+            soft_targets=targets[1:],
+        )
+
+
+def test_resume_refuses_other_soft_targets(tiny_base: Path, tmp_path: Path, toy_data, toy_config) -> None:
+    train, val = toy_data
+    targets = _swapped(train)
+
+    def crash(step: int, loss: float) -> None:
+        raise Interrupt
+
+    config = toy_config(distill="teacher")
+    with pytest.raises(Interrupt):
+        train_verifier(
+            train,
+            val,
+            config,
+            str(tiny_base),
+            tmp_path,
+            progress=False,
+            checkpoint_every=1,
+            on_step=crash,
+            soft_targets=targets,
+        )
+    other = [_one_hot(ex.label) for ex in train]
+    with pytest.raises(ValueError, match="distill"):
+        train_verifier(train, val, config, str(tiny_base), tmp_path, progress=False, soft_targets=other)
+    # the teacher's path is not part of the settings: the same targets under another name resume
+    resumed = train_verifier(
+        train,
+        val,
+        toy_config(distill="elsewhere"),
+        str(tiny_base),
+        tmp_path,
+        progress=False,
+        soft_targets=targets,
+    )
+    assert resumed.resumed_from_step == 1
+
+
+def test_the_verifier_artifact_is_named_by_the_teachers_content_not_its_path(tmp_path: Path) -> None:
+    from garag.config import load_config
+    from pipeline.train_verifier import verifier_artifact_dir
+
+    plain = verifier_artifact_dir(load_config()).name
+    one = write_teacher(tmp_path / "a.jsonl.gz", [("k" * 24, (0.5, 0.25, 0.25))])
+    assert one == 1
+    (tmp_path / "b.jsonl.gz").write_bytes((tmp_path / "a.jsonl.gz").read_bytes())
+    write_teacher(tmp_path / "c.jsonl.gz", [("k" * 24, (0.25, 0.5, 0.25))])
+
+    def name(file: str, *more: str) -> str:
+        return verifier_artifact_dir(load_config(None, [f"train.distill={tmp_path / file}", *more])).name
+
+    assert name("a.jsonl.gz") != plain
+    assert name("a.jsonl.gz") == name("b.jsonl.gz")  # same content under another name
+    assert name("c.jsonl.gz") != name("a.jsonl.gz")
+    assert name("a.jsonl.gz", "train.distill_weight=0.8") != name("a.jsonl.gz")
+    with pytest.raises(ValueError, match=r"train\.distill: no such teacher file: .*missing\.jsonl\.gz"):
+        name("missing.jsonl.gz")
+
+
+def test_a_teacher_made_for_other_examples_is_refused(tmp_path: Path, toy_data) -> None:
+    from garag.config import load_config
+    from pipeline.train_verifier import _soft_targets
+
+    train, _ = toy_data
+    other = write_teacher(tmp_path / "other.jsonl.gz", [("k" * 24, (0.5, 0.25, 0.25))])
+    assert other == 1
+    config = load_config(None, [f"train.distill={tmp_path / 'other.jsonl.gz'}"])
+    with pytest.raises(
+        ValueError, match=r"other\.jsonl\.gz: the teacher scored none of the 30 training examples"
+    ):
+        _soft_targets(config, train)
+    write_teacher(tmp_path / "part.jsonl.gz", [(example_key(train[0]), (0.5, 0.25, 0.25))])
+    config = load_config(None, [f"train.distill={tmp_path / 'part.jsonl.gz'}"])
+    targets, info = _soft_targets(config, train)
+    assert targets[0] == pytest.approx((0.5, 0.25, 0.25)) and targets[1] is None
+    assert (info["examples_with_target"], info["examples_without"], info["teacher_rows"]) == (1, 29, 1)
+    assert _soft_targets(load_config(), train) == (None, {})
