@@ -55,7 +55,7 @@ from verifier.claim_aggregator import (
     fit_aggregator,
     read_aggregator,
 )
-from verifier.distill import read_teacher, soft_targets
+from verifier.distill import parse_teacher, soft_targets
 from verifier.inputs import build_premise
 from verifier.labels import LABEL_ORDER
 from verifier.nli import NLIVerifier
@@ -158,46 +158,95 @@ def verifier_artifact_dir(config: Config) -> Path:
     }
     if config.train.compositional > 0:
         settings["compositional_generator"] = GENERATOR_VERSION
-    if config.train.distill:
-        settings["distill_sha256"] = _teacher_sha256(config)
+    teacher = teacher_path(config)
+    if teacher is not None:
+        settings["distill_sha256"] = file_sha256(teacher)
+        # at their defaults left out, as hash_dump leaves out keys added later
+        if config.train.distill_weight != DISTILL_DEFAULTS["distill_weight"]:
+            settings["distill_weight"] = config.train.distill_weight
+        if config.train.distill_temperature != DISTILL_DEFAULTS["distill_temperature"]:
+            settings["distill_temperature"] = config.train.distill_temperature
     if config.train.base_model == GARAG_BASE:
         settings["base_verifier"] = verifier_artifact_dir(_base_verifier_config(config)).name
     return cache / f"verifier-{settings_hash('verifier', settings, cached_fingerprint(corpus, cache))}"
 
 
-def _teacher_sha256(config: Config) -> str:
-    path = Path(config.train.distill)
+EMBEDDED_TEACHER = "embedded"
+DISTILL_DEFAULTS = {
+    name: TrainConfig.model_fields[name].get_default() for name in ("distill_weight", "distill_temperature")
+}
+TEACHER_FILE = "teacher-mpnet.jsonl.gz"
+
+
+def teacher_path(config: Config) -> Path | None:
+    """The teacher file that ``train.distill`` names for this verifier, or None.
+
+    ``"embedded"`` is garag's own teacher (all-mpnet-base-v2's cross-fitted probabilities, shipped
+    beside the FEVER train pairs), made for the examples of the MiniLM per-sentence recipe: it
+    applies to a ``minilm`` verifier without compositional examples and is None for any other
+    (an mpnet, joint or DeBERTa verifier trains as it did before).
+    """
+    tc = config.train
+    if not tc.distill:
+        return None
+    if tc.distill != EMBEDDED_TEACHER:
+        path = Path(tc.distill)
+    elif tc.base_model == "minilm" and tc.compositional == 0:
+        path = fever().claims_path.parent / TEACHER_FILE
+    else:
+        return None
     if not path.is_file():
         raise ValueError(f"train.distill: no such teacher file: {path}")
-    return file_sha256(path)
+    return path
+
+
+def _read_teacher(config: Config) -> tuple[dict, str] | None:
+    """The teacher's rows and the sha256 of the very bytes they were read from (None: no teacher)."""
+    path = teacher_path(config)
+    if path is None:
+        return None
+    data = path.read_bytes()
+    return parse_teacher(data, path), hashlib.sha256(data).hexdigest()
 
 
 def _soft_targets(
-    config: Config, train_ex: Sequence[TrainExample], teacher: dict | None = None
+    config: Config, train_ex: Sequence[TrainExample], teacher: tuple[dict, str] | None = None
 ) -> tuple[list | None, dict]:
-    """The teacher's soft targets for ``train_ex`` (``train.distill``; ``teacher`` if already read),
-    and what to record of them."""
-    if not config.train.distill:
+    """The soft targets of ``train_ex`` (``train.distill``) and what to record of them.
+
+    ``teacher``: :func:`_read_teacher`'s result, read now if not given.  A teacher that scored
+    none of the examples is an error when the user named it; garag's embedded one is then left
+    out with a warning (other train pairs, corpus or settings make other examples).
+    """
+    path = teacher_path(config)
+    if path is None:
         return None, {}
-    if teacher is None:
-        teacher = read_teacher(config.train.distill)
-    targets, missing = soft_targets(train_ex, teacher)
+    rows, sha = teacher if teacher is not None else _read_teacher(config)
+    targets, missing = soft_targets(train_ex, rows)
     if missing == len(train_ex):
+        if config.train.distill == EMBEDDED_TEACHER:
+            logger.warning(
+                "garag's embedded teacher (%s) scored none of these %d training examples (other train "
+                "pairs, corpus or settings): the verifier trains on its labels alone",
+                path,
+                len(train_ex),
+            )
+            return None, {"file": str(path), "examples_with_target": 0, "examples_without": missing}
         raise ValueError(
-            f"{config.train.distill}: the teacher scored none of the {len(train_ex)} training examples "
+            f"{path}: the teacher scored none of the {len(train_ex)} training examples "
             "(made for other examples, another corpus or other train settings?)"
         )
     if missing:
         logger.warning(
             "%s: no soft target for %d of %d training examples (they train on their labels alone)",
-            config.train.distill,
+            path,
             missing,
             len(train_ex),
         )
     info = {
-        "file": config.train.distill,
-        "sha256": _teacher_sha256(config),
-        "teacher_rows": len(teacher),
+        "file": str(path),
+        "sha256": sha,
+        "teacher_rows": len(rows),
         "examples_with_target": len(train_ex) - missing,
         "examples_without": missing,
         "weight": config.train.distill_weight,
@@ -362,13 +411,19 @@ def train_from_fever(config: Config, out_dir: Path, progress: bool = True) -> di
     """Build the training data, fine-tune, calibrate the NEI bias on validation, write ``meta.json``."""
     started = time.time()
     # a bad teacher file fails before the minutes of retrieval that the examples take
-    teacher = read_teacher(config.train.distill) if config.train.distill else None
+    teacher = _read_teacher(config)
+    if teacher is not None and verifier_artifact_dir(config) != out_dir:
+        raise ValueError(
+            f"{teacher_path(config)} changed since the verifier's folder {out_dir.name} was named: run again"
+        )
     train_ex, val_ex, stats = prepare_examples(config, progress)
     logger.info("verifier data: %s", stats)
     targets, distill = _soft_targets(config, train_ex, teacher)
     base = _resolve_base(config, progress)
+    # no soft targets (no teacher for this recipe, or none of its rows matched): the labels alone
+    train_config = config.train if targets is not None else config.train.model_copy(update={"distill": ""})
     result = train_verifier(
-        train_ex, val_ex, config.train, base, out_dir, progress=progress, soft_targets=targets
+        train_ex, val_ex, train_config, base, out_dir, progress=progress, soft_targets=targets
     )
     scorer_config = config.verifier.model_copy(update={"model": str(result.model_dir), "nei_bias": 0.0})
     scorer = NLIVerifier(scorer_config, str(result.model_dir)).load()

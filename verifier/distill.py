@@ -21,18 +21,30 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import io
 import json
 import math
 import os
-import tempfile
+import zlib
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
+from garag.artifacts import write_file_atomic
 from verifier.base import TrainExample
 from verifier.inputs import build_premise
 from verifier.labels import LABEL_ORDER
 
-__all__ = ["pair_key", "read_teacher", "soft_targets", "targets_digest", "write_teacher"]
+__all__ = [
+    "distillation_loss",
+    "example_key",
+    "pair_key",
+    "parse_teacher",
+    "read_teacher",
+    "soft_targets",
+    "targets_digest",
+    "write_teacher",
+]
 
 _NAMES = tuple(label.value for label in LABEL_ORDER)
 _SUM_TOLERANCE = 1e-3
@@ -49,18 +61,24 @@ def example_key(example: TrainExample) -> str:
 
 
 def read_teacher(path: str | Path) -> dict[str, tuple[float, float, float]]:
-    """The teacher's probabilities by key, in ``LABEL_ORDER``.
-
-    Raises:
-        ValueError: one line naming the file and line of the first bad row (not JSON, a missing or
-            repeated key, labels other than FEVER's three, values not probabilities summing to 1).
-    """
+    """The teacher's probabilities by key, in ``LABEL_ORDER`` (:func:`parse_teacher` of the file)."""
     path = Path(path)
     if not path.is_file():
         raise ValueError(f"{path}: no such teacher file (train.distill)")
+    return parse_teacher(path.read_bytes(), path)
+
+
+def parse_teacher(data: bytes, path: str | Path) -> dict[str, tuple[float, float, float]]:
+    """The probabilities by key of a teacher file's bytes (``path`` names it in errors).
+
+    Raises:
+        ValueError: one line naming the file and line of the first bad row (not JSON, a missing or
+            repeated key, labels other than FEVER's three, values not probabilities summing to 1),
+            or the file (not gzip, damaged, empty).
+    """
     out: dict[str, tuple[float, float, float]] = {}
     try:
-        with gzip.open(path, "rt", encoding="utf-8") as fh:
+        with gzip.open(io.BytesIO(data), "rt", encoding="utf-8") as fh:
             for n, line in enumerate(fh, 1):
                 where = f"{path}:{n}"
                 try:
@@ -84,7 +102,7 @@ def read_teacher(path: str | Path) -> dict[str, tuple[float, float, float]]:
                 if row["key"] in out:
                     raise ValueError(f"{where}: key {row['key']} given twice")
                 out[row["key"]] = tuple(float(v) / total for v in values)  # type: ignore[assignment]
-    except (OSError, EOFError, UnicodeDecodeError) as e:
+    except (OSError, EOFError, UnicodeDecodeError, zlib.error) as e:
         raise ValueError(f"{path}: not a gzipped JSON-lines teacher file ({type(e).__name__}: {e})") from None
     if not out:
         raise ValueError(f"{path}: the teacher file holds no rows")
@@ -112,19 +130,43 @@ def write_teacher(path: str | Path, rows: Iterable[tuple[str, Sequence[float]]])
     """Write (key, probabilities in ``LABEL_ORDER``) rows atomically, sorted by key; returns the count.
 
     The gzip header carries no time or name, so equal rows give byte-equal files.
+
+    Raises:
+        ValueError: a key given twice (:func:`read_teacher` would refuse the file).
     """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     ordered = sorted((key, [round(float(v), 6) for v in probs]) for key, probs in rows)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        os.chmod(tmp, 0o644)  # a data file, readable as any other (mkstemp makes it private)
-        with os.fdopen(fd, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", filename="", mtime=0) as gz:
+    repeated = [a for (a, _), (b, _) in zip(ordered[:-1], ordered[1:], strict=True) if a == b]
+    if repeated:
+        raise ValueError(f"write_teacher: key {repeated[0]} given twice")
+
+    def write(tmp: Path) -> None:
+        with tmp.open("wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", filename="", mtime=0) as gz:
             for key, probs in ordered:
                 row = {"key": key, "probs": dict(zip(_NAMES, probs, strict=True))}
                 gz.write((json.dumps(row, sort_keys=True) + "\n").encode())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+        os.chmod(tmp, 0o644)  # a data file, readable as any other (the temporary file is private)
+
+    write_file_atomic(path, write)
     return len(ordered)
+
+
+def distillation_loss(
+    logits: Any, labels: Any, teacher: Any, has: Any, weight: float, temperature: float
+) -> Any:
+    """Batch mean of ``(1 - w) CE + w T^2 KL(teacher || student at T)``; CE alone where ``has`` is False.
+
+    ``logits`` (batch x 3, float), ``labels`` (batch, class ids), ``teacher`` (batch x 3
+    probabilities; any valid row where ``has`` is False), ``has`` (batch, bool): torch tensors.
+    """
+    import torch
+
+    f = torch.nn.functional
+    ce = f.cross_entropy(logits, labels, reduction="none")
+    if not bool(has.any()):
+        return ce.mean()
+    log_teacher = torch.log(teacher.clamp_min(1e-12))
+    if temperature != 1.0:  # the teacher's distribution at the same temperature
+        log_teacher = torch.log_softmax(log_teacher / temperature, dim=-1)
+    log_student = f.log_softmax(logits / temperature, dim=-1)
+    kl = (log_teacher.exp() * (log_teacher - log_student)).sum(-1) * temperature**2
+    return torch.where(has, (1 - weight) * ce + weight * kl, ce).mean()

@@ -199,29 +199,22 @@ class _Trainer:
         return self.torch.tensor(ids, dtype=self.torch.long, device=self.device)
 
     def _loss(self, chosen: Sequence[int], batch: Sequence[TrainExample]) -> Any:
-        """Cross-entropy; with soft targets, mixed with the temperature-scaled KL divergence from the
-        teacher's probabilities for the examples that have one (verifier/distill.py)."""
+        """The batch loss: cross-entropy, or `verifier.distill.distillation_loss` with soft targets."""
         labels = self._labels(batch)
         if self.soft_targets is None:
             return self.model(**self._encode(batch), labels=labels).loss
+        from verifier.distill import distillation_loss
+
         torch = self.torch
-        f = torch.nn.functional
         logits = self.model(**self._encode(batch)).logits.float()
-        ce = f.cross_entropy(logits, labels, reduction="none")
         rows = [self.soft_targets[i] for i in chosen]
         has = torch.tensor([t is not None for t in rows], dtype=torch.bool, device=self.device)
-        if not bool(has.any()):
-            return ce.mean()
         teacher = torch.tensor(
             [t if t is not None else (1.0, 0.0, 0.0) for t in rows], dtype=torch.float32, device=self.device
         )
-        temp, weight = self.config.distill_temperature, self.config.distill_weight
-        if temp != 1.0:  # the teacher's distribution at the same temperature
-            teacher = torch.softmax(torch.log(teacher.clamp_min(1e-12)) / temp, dim=-1)
-        log_student = f.log_softmax(logits / temp, dim=-1)
-        kl = (teacher * (torch.log(teacher.clamp_min(1e-12)) - log_student)).sum(-1) * temp**2
-        per_example = torch.where(has, (1 - weight) * ce + weight * kl, ce)
-        return per_example.mean()
+        return distillation_loss(
+            logits, labels, teacher, has, self.config.distill_weight, self.config.distill_temperature
+        )
 
     def epoch_order(self, epoch: int) -> list[int]:
         """The shuffled example order of an epoch (a function of seed and epoch only, so resumable)."""

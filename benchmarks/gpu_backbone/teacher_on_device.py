@@ -82,7 +82,8 @@ def cross_fit(name, data, start_from, k, lr, epochs, work, out, quick, starts=No
     val = load(data / f"{name}-val.jsonl.gz", 64 if quick else None)
     folds = [fold_of(ex.claim_id, k) for ex in train]
     tc = {key: v for key, v in cfgs["train"].items() if key in TrainConfig.model_fields}
-    tc.update(learning_rate=lr, epochs=epochs, base_model="(gpu)")
+    # the teacher learns from the labels alone, whatever the dumped settings say
+    tc.update(learning_rate=lr, epochs=epochs, base_model="(gpu)", distill="")
     if quick:
         tc.update(epochs=1, eval_every=0)
     tcfg = TrainConfig(**tc)

@@ -194,7 +194,9 @@ class TrainConfig(Section):
         seed: random seed for splits, sampling and initialisation.
         distill: a teacher file of soft targets (verifier/distill.py; "" = none): each example it
             scored is trained towards the teacher's probabilities as well as its label.  Hashed
-            by its content, not its path.
+            by its content, not its path.  "embedded": garag's own teacher (all-mpnet-base-v2,
+            data/fever/teacher-mpnet.jsonl.gz) for the MiniLM per-sentence recipe it was made
+            for; any other verifier (mpnet, joint, another backbone) ignores it.
         distill_weight: the soft targets' share of the loss (0-1).
         distill_temperature: the softmax temperature at which student and teacher are compared.
     """
@@ -225,15 +227,9 @@ class TrainConfig(Section):
     distill_weight: Float = Field(0.5, ge=0, le=1)
     distill_temperature: Float = Field(1.0, gt=0, le=20)
 
-    HASH_OPTIONAL: ClassVar[dict[str, object]] = {
-        "compositional": 0.0,
-        "bridge_share": 0.5,
-        "base_train": {},
-        "distill_weight": 0.5,
-        "distill_temperature": 1.0,
-    }
-    # the teacher file is hashed by its content (pipeline/train_verifier.py), not by its path
-    NOT_HASHED: ClassVar[frozenset[str]] = frozenset({"distill"})
+    HASH_OPTIONAL: ClassVar[dict[str, object]] = {"compositional": 0.0, "bridge_share": 0.5, "base_train": {}}
+    # hashed by pipeline/train_verifier.py where a teacher applies: the file by its content, not its path
+    NOT_HASHED: ClassVar[frozenset[str]] = frozenset({"distill", "distill_weight", "distill_temperature"})
 
     @field_validator("base_train")
     @classmethod

@@ -11,7 +11,16 @@ from pathlib import Path
 import pytest
 
 from garag.types import Label
-from verifier.distill import example_key, pair_key, read_teacher, soft_targets, targets_digest, write_teacher
+from verifier.checkpoint import run_settings
+from verifier.distill import (
+    distillation_loss,
+    example_key,
+    pair_key,
+    read_teacher,
+    soft_targets,
+    targets_digest,
+    write_teacher,
+)
 from verifier.inputs import build_premise
 from verifier.labels import LABEL_ORDER
 from verifier.train import train_verifier
@@ -80,6 +89,12 @@ def test_a_bad_teacher_row_is_named_by_file_and_line(tmp_path: Path, second_line
     assert "\n" not in str(info.value)
 
 
+def test_writing_a_key_twice_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="key kk given twice"):
+        write_teacher(tmp_path / "t.jsonl.gz", [("kk", (1.0, 0.0, 0.0)), ("kk", (0.0, 1.0, 0.0))])
+    assert not list(tmp_path.iterdir())
+
+
 def test_unreadable_teacher_files_are_refused(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="no such teacher file"):
         read_teacher(tmp_path / "missing.jsonl.gz")
@@ -89,6 +104,50 @@ def test_unreadable_teacher_files_are_refused(tmp_path: Path) -> None:
         read_teacher(plain)
     with pytest.raises(ValueError, match="holds no rows"):
         read_teacher(_write_lines(tmp_path / "empty.jsonl.gz", []))
+    # damaged compressed data (zlib's own error, not an OSError) is one line too
+    good = _write_lines(tmp_path / "good.jsonl.gz", [GOOD] * 1).read_bytes()
+    damaged = tmp_path / "damaged.jsonl.gz"
+    damaged.write_bytes(good[:12] + bytes(b ^ 0xFF for b in good[12:-8]) + good[-8:])
+    with pytest.raises(ValueError, match=r"damaged\.jsonl\.gz: not a gzipped JSON-lines teacher file"):
+        read_teacher(damaged)
+
+
+def test_the_loss_mixes_cross_entropy_and_the_teachers_divergence() -> None:
+    torch = pytest.importorskip("torch")
+    f = torch.nn.functional
+    logits = torch.tensor([[2.0, 0.5, -1.0], [0.0, 1.0, 3.0], [1.0, 1.0, 1.0]])
+    labels = torch.tensor([0, 2, 1])
+    ce = f.cross_entropy(logits, labels, reduction="none")
+    teacher = torch.tensor([[0.2, 0.5, 0.3], [0.6, 0.2, 0.2], [0.1, 0.1, 0.8]])
+    everyone = torch.tensor([True, True, True])
+    # weight 0: cross-entropy alone
+    assert distillation_loss(logits, labels, teacher, everyone, 0.0, 1.0).item() == pytest.approx(
+        ce.mean().item()
+    )
+    # a teacher with the student's own probabilities adds nothing: (1 - w) CE, at any temperature
+    # (both are softened alike)
+    agreeing = torch.softmax(logits, dim=-1)
+    for temp in (1.0, 2.0, 4.0):
+        loss = distillation_loss(logits, labels, agreeing, everyone, 0.75, temp)
+        assert loss.item() == pytest.approx(0.25 * ce.mean().item(), abs=1e-5)
+    # weight 1, T 1: the KL divergence itself; T 2 scales the softened one by T^2
+    kl = (teacher * (teacher.log() - f.log_softmax(logits, dim=-1))).sum(-1)
+    assert distillation_loss(logits, labels, teacher, everyone, 1.0, 1.0).item() == pytest.approx(
+        kl.mean().item()
+    )
+    soft_t = torch.softmax(teacher.log() / 2, dim=-1)
+    kl2 = (soft_t * (soft_t.log() - f.log_softmax(logits / 2, dim=-1))).sum(-1) * 4
+    assert distillation_loss(logits, labels, teacher, everyone, 1.0, 2.0).item() == pytest.approx(
+        kl2.mean().item(), rel=1e-5
+    )
+    # rows without a target: cross-entropy, whatever their placeholder row says
+    some = torch.tensor([True, False, False])
+    expected = (kl[0] + ce[1] + ce[2]) / 3
+    assert distillation_loss(logits, labels, teacher, some, 1.0, 1.0).item() == pytest.approx(expected.item())
+    nobody = torch.tensor([False, False, False])
+    assert distillation_loss(logits, labels, teacher, nobody, 1.0, 1.0).item() == pytest.approx(
+        ce.mean().item()
+    )
 
 
 def test_soft_targets_follow_the_premise_and_the_claim(toy_data) -> None:
@@ -207,6 +266,16 @@ def test_resume_refuses_other_soft_targets(tiny_base: Path, tmp_path: Path, toy_
     other = [_one_hot(ex.label) for ex in train]
     with pytest.raises(ValueError, match="distill"):
         train_verifier(train, val, config, str(tiny_base), tmp_path, progress=False, soft_targets=other)
+    with pytest.raises(ValueError, match="distill"):  # the same targets, another weight
+        train_verifier(
+            train,
+            val,
+            toy_config(distill="teacher", distill_weight=0.9),
+            str(tiny_base),
+            tmp_path,
+            progress=False,
+            soft_targets=targets,
+        )
     # the teacher's path is not part of the settings: the same targets under another name resume
     resumed = train_verifier(
         train,
@@ -237,6 +306,15 @@ def test_the_verifier_artifact_is_named_by_the_teachers_content_not_its_path(tmp
     assert name("a.jsonl.gz") == name("b.jsonl.gz")  # same content under another name
     assert name("c.jsonl.gz") != name("a.jsonl.gz")
     assert name("a.jsonl.gz", "train.distill_weight=0.8") != name("a.jsonl.gz")
+    assert name("a.jsonl.gz", "train.distill_temperature=2") != name("a.jsonl.gz")
+    # without a teacher the distillation settings do nothing, so they name nothing either
+    no_teacher = load_config(
+        None, ["train.distill=", "train.distill_weight=0.8", "train.distill_temperature=2"]
+    )
+    assert (
+        verifier_artifact_dir(no_teacher).name
+        == verifier_artifact_dir(load_config(None, ["train.distill="])).name
+    )
     with pytest.raises(ValueError, match=r"train\.distill: no such teacher file: .*missing\.jsonl\.gz"):
         name("missing.jsonl.gz")
 
@@ -259,3 +337,33 @@ def test_a_teacher_made_for_other_examples_is_refused(tmp_path: Path, toy_data) 
     assert targets[0] == pytest.approx((0.5, 0.25, 0.25)) and targets[1] is None
     assert (info["examples_with_target"], info["examples_without"], info["teacher_rows"]) == (1, 29, 1)
     assert _soft_targets(load_config(), train) == (None, {})
+
+
+def test_the_embedded_teacher_is_for_the_recipe_it_was_made_for(toy_data, caplog) -> None:
+    from garag.config import load_config
+    from pipeline.train_verifier import _soft_targets, teacher_path
+
+    embedded = teacher_path(load_config(None, ["train.distill=embedded"]))
+    assert embedded is not None and embedded.name == "teacher-mpnet.jsonl.gz" and embedded.is_file()
+    assert teacher_path(load_config(None, ["train.distill=embedded", "train.base_model=mpnet"])) is None
+    assert teacher_path(load_config(None, ["train.distill=embedded", "train.compositional=1"])) is None
+    assert teacher_path(load_config(None, ["train.distill="])) is None
+    # other examples than it was made for: a warning, and the labels alone (a file the user names
+    # is refused instead: test_a_teacher_made_for_other_examples_is_refused)
+    train, _ = toy_data
+    with caplog.at_level("WARNING"):
+        targets, info = _soft_targets(load_config(None, ["train.distill=embedded"]), train)
+    assert targets is None
+    assert (info["examples_with_target"], info["examples_without"]) == (0, len(train))
+    assert "scored none of these 30 training examples" in caplog.text
+
+
+def test_settings_without_soft_targets_are_those_of_before(toy_data, toy_config) -> None:
+    """Verifiers trained before distillation existed still resume and are still reused."""
+    train, val = toy_data
+    plain = run_settings(toy_config(), "base", None, train, val)
+    assert "distill" not in plain
+    assert not {"distill", "distill_weight", "distill_temperature"} & set(plain["train"])
+    with_targets = run_settings(toy_config(distill="t"), "base", None, train, val, "abc")
+    assert with_targets["distill"] == {"weight": 0.5, "temperature": 1.0, "targets_digest": "abc"}
+    assert {k: v for k, v in with_targets.items() if k != "distill"} == plain
