@@ -23,7 +23,6 @@ default teacher), written as OUT/teacher-joint.jsonl.gz.  Everything is written 
 from __future__ import annotations
 
 import argparse
-import gzip
 import hashlib
 import json
 import os
@@ -35,10 +34,9 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 import torch  # noqa: E402
+from examples_io import load_examples  # noqa: E402
 
 from garag.config import TrainConfig, VerifierConfig  # noqa: E402
-from garag.types import Evidence, Label, SentenceId  # noqa: E402
-from verifier.base import TrainExample  # noqa: E402
 from verifier.distill import example_key, read_teacher, soft_targets, write_teacher  # noqa: E402
 from verifier.inputs import build_premise  # noqa: E402
 from verifier.labels import LABEL_ORDER  # noqa: E402
@@ -60,17 +58,6 @@ def save(out: Path) -> None:
     tmp.replace(out / "teacher-result.json")
 
 
-def load(path: Path, limit: int | None = None) -> list[TrainExample]:
-    exs = []
-    for line in gzip.open(path, "rt", encoding="utf-8"):
-        r = json.loads(line)
-        ev = tuple(Evidence(SentenceId(p, int(n)), t, float(s)) for p, n, t, s in r["ev"])
-        exs.append(TrainExample(r["claim"], ev, Label(r["label"]), r["id"]))
-        if limit and len(exs) >= limit:
-            break
-    return exs
-
-
 def fold_of(claim_id: object, k: int) -> int:
     return int(hashlib.sha256(str(claim_id).encode()).hexdigest()[:8], 16) % k
 
@@ -78,8 +65,8 @@ def fold_of(claim_id: object, k: int) -> int:
 def cross_fit(name, data, start_from, k, lr, epochs, work, out, quick, starts=None):
     """Train k teachers (fold f held out) and score each fold; return (rows, model dirs by fold)."""
     cfgs = json.loads((data / f"{name}-cfg.json").read_text())
-    train = load(data / f"{name}-train.jsonl.gz")
-    val = load(data / f"{name}-val.jsonl.gz", 64 if quick else None)
+    train = load_examples(data / f"{name}-train.jsonl.gz")
+    val = load_examples(data / f"{name}-val.jsonl.gz", 64 if quick else None)
     folds = [fold_of(ex.claim_id, k) for ex in train]
     tc = {key: v for key, v in cfgs["train"].items() if key in TrainConfig.model_fields}
     # the teacher learns from the labels alone, whatever the dumped settings say
@@ -137,8 +124,8 @@ def cross_fit(name, data, start_from, k, lr, epochs, work, out, quick, starts=No
 
 def students(data, student_dir, specs, work, out, quick):
     cfgs = json.loads((data / "default-cfg.json").read_text())
-    train = load(data / "default-train.jsonl.gz", 192 if quick else None)
-    val = load(data / "default-val.jsonl.gz", 64 if quick else None)
+    train = load_examples(data / "default-train.jsonl.gz", 192 if quick else None)
+    val = load_examples(data / "default-val.jsonl.gz", 64 if quick else None)
     teacher = read_teacher(out / "teacher-default.jsonl.gz")
     targets, missing = soft_targets(train, teacher)
     RESULT["student_targets_missing"] = missing

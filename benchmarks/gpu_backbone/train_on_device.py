@@ -39,9 +39,9 @@ import torch  # noqa: E402
 torch.backends.cuda.matmul.allow_tf32 = True
 torch.backends.cudnn.allow_tf32 = True
 
+from examples_io import load_examples  # noqa: E402
+
 from garag.config import TrainConfig, VerifierConfig  # noqa: E402
-from garag.types import Evidence, Label, SentenceId  # noqa: E402
-from verifier.base import TrainExample  # noqa: E402
 from verifier.calibration import calibrate_nei_bias  # noqa: E402
 from verifier.inputs import build_premise  # noqa: E402
 from verifier.labels import LABEL_ORDER  # noqa: E402
@@ -74,17 +74,6 @@ def log(*a):
     print(f"[{time.time() - T0:7.1f}s]", *a, flush=True)
 
 
-def load(path, limit=None):
-    exs = []
-    for line in gzip.open(path, "rt", encoding="utf-8"):
-        r = json.loads(line)
-        ev = tuple(Evidence(SentenceId(p, int(n)), t, float(s)) for p, n, t, s in r["ev"])
-        exs.append(TrainExample(r["claim"], ev, Label(r["label"]), r["id"]))
-        if limit and len(exs) >= limit:
-            break
-    return exs
-
-
 def stage(name, base_model, variants, keep=None):
     """Train each variant; return the best of those on ``name``'s own examples (entry, model dir,
     scorer).  ``keep(tag, dir, scorer, va, cfgs)`` is called for every variant (ALL2)."""
@@ -93,8 +82,8 @@ def stage(name, base_model, variants, keep=None):
         files = data_name or name
         cfgs = json.loads((data / f"{files}-cfg.json").read_text())
         lim = (64, 32) if quick else (None, None)
-        tr = load(data / f"{files}-train.jsonl.gz", lim[0])
-        va = load(data / f"{files}-val.jsonl.gz", lim[1])
+        tr = load_examples(data / f"{files}-train.jsonl.gz", lim[0])
+        va = load_examples(data / f"{files}-val.jsonl.gz", lim[1])
         log(name, files, "train", len(tr), "val", len(va))
         # settings of a garag branch this one lacks (e.g. a data-building option) only shaped the examples
         tc = {k: v for k, v in cfgs["train"].items() if k in TrainConfig.model_fields}
