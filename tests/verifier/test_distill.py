@@ -171,53 +171,45 @@ def _swapped(train) -> list[tuple[float, float, float]]:
     return [_one_hot(swap.get(ex.label, ex.label)) for ex in train]
 
 
+def _distilled(tiny_base: Path, out: Path, toy_data, toy_config, weight: float, targets):
+    """The toy verifier trained towards ``targets`` at ``weight`` (its TrainResult)."""
+    train, val = toy_data
+    config = toy_config(distill="teacher", distill_weight=weight)
+    return train_verifier(train, val, config, str(tiny_base), out, progress=False, soft_targets=targets)
+
+
 def test_the_student_follows_the_teacher_as_far_as_its_weight_says(
     tiny_base: Path, tmp_path: Path, toy_data, toy_config
 ) -> None:
     """Labels say "yes" is SUPPORTS; a teacher at weight 1 saying REFUTES wins; at weight 0 it is ignored."""
-    train, val = toy_data
-    targets = _swapped(train)
-    led = train_verifier(
-        train,
-        val,
-        toy_config(distill="teacher", distill_weight=1.0),
-        str(tiny_base),
-        tmp_path / "w1",
-        progress=False,
-        soft_targets=targets,
-    )
+    targets = _swapped(toy_data[0])
+    led = _distilled(tiny_base, tmp_path / "w1", toy_data, toy_config, 1.0, targets)
     # validation keeps the true labels: the student learned the teacher's swap, so it gets
     # SUPPORTS and REFUTES wrong and NEI right
     per_class = led.best_val["per_class"]
     assert per_class["SUPPORTS"]["recall"] == 0.0
     assert per_class["REFUTES"]["recall"] == 0.0
     assert per_class["NOT ENOUGH INFO"]["recall"] == 1.0
-    ignored = train_verifier(
-        train,
-        val,
-        toy_config(distill="teacher", distill_weight=0.0),
-        str(tiny_base),
-        tmp_path / "w0",
-        progress=False,
-        soft_targets=targets,
-    )
+    ignored = _distilled(tiny_base, tmp_path / "w0", toy_data, toy_config, 0.0, targets)
     assert ignored.best_val["accuracy"] == 1.0
 
 
 def test_examples_without_a_target_learn_from_their_labels(
     tiny_base: Path, tmp_path: Path, toy_data, toy_config
 ) -> None:
-    train, val = toy_data
-    result = train_verifier(
-        train,
-        val,
-        toy_config(distill="teacher", distill_weight=1.0),
-        str(tiny_base),
-        tmp_path,
-        progress=False,
-        soft_targets=[None] * len(train),
+    # every example without a target: the labels alone, whatever the weight
+    alone = _distilled(tiny_base, tmp_path / "none", toy_data, toy_config, 1.0, [None] * len(toy_data[0]))
+    assert alone.best_val["accuracy"] == 1.0
+    # a swapping teacher for the NEI examples only (it leaves them NEI) and none for the others:
+    # the SUPPORTS and REFUTES examples still learn their labels
+    mixed = [
+        t if ex.label is Label.NOT_ENOUGH_INFO else None
+        for ex, t in zip(toy_data[0], _swapped(toy_data[0]), strict=True)
+    ]
+    assert (
+        _distilled(tiny_base, tmp_path / "mixed", toy_data, toy_config, 1.0, mixed).best_val["accuracy"]
+        == 1.0
     )
-    assert result.best_val["accuracy"] == 1.0
 
 
 def test_soft_targets_and_train_distill_go_together(
