@@ -8,15 +8,8 @@ X=${X:-/root/x}
 REPO=${REPO:-$(pwd)}
 [ -n "$OUT" ] || { echo "device.sh: OUT is not set"; exit 2; }
 [ -f "$REPO/benchmarks/gpu_backbone/train_on_device.py" ] || { echo "device.sh: run it from the repository root"; exit 2; }
-(cd "$X" && sha256sum --quiet -c sums.txt) || { echo "device.sh: a carried file is missing or damaged"; exit 3; }
-if ! python3 -c "import pydantic" 2>/dev/null; then
-  ls "$X"/whl/*.whl >/dev/null 2>&1 || { echo "device.sh: no pydantic there and no wheels carried"; exit 3; }
-  rm -rf /tmp/site
-  python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site "$X"/whl/*.whl || exit 3
-  export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
-  python3 -c "import pydantic" || { echo "device.sh: the carried wheels do not give pydantic"; exit 3; }
-  echo "installed the carried wheels"
-fi
+# shellcheck source=benchmarks/gpu_backbone/carried.sh
+. "$REPO/benchmarks/gpu_backbone/carried.sh" && carried_check device.sh
 export PYTHONUNBUFFERED=1
 cd "$REPO" || exit 2
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader

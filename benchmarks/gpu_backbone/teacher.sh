@@ -10,13 +10,8 @@ X=${X:-/root/x}
 W=${W:-/tmp/w}
 [ -n "$OUT" ] || { echo "teacher.sh: OUT is not set"; exit 2; }
 [ -f benchmarks/gpu_backbone/teacher_on_device.py ] || { echo "teacher.sh: run it from the repository root"; exit 2; }
-(cd "$X" && sha256sum --quiet -c sums.txt) || { echo "teacher.sh: a carried file is missing or damaged"; exit 3; }
-if ! python3 -c "import pydantic" 2>/dev/null; then
-  rm -rf /tmp/site
-  python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site "$X"/whl/*.whl || exit 3
-  export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
-  python3 -c "import pydantic" || { echo "teacher.sh: the carried wheels do not give pydantic"; exit 3; }
-fi
+# shellcheck source=benchmarks/gpu_backbone/carried.sh
+. benchmarks/gpu_backbone/carried.sh && carried_check teacher.sh
 export PYTHONUNBUFFERED=1
 command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,memory.total --format=csv,noheader
 rm -rf "$W" && mkdir -p "$W" && tar -xf "$X/data/minilm.tar" -C "$W" || exit 4
