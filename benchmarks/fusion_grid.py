@@ -97,7 +97,7 @@ def retrieve_lists(dataset: str, part: str, cache: str) -> tuple[VerificationPip
     overrides = [f"data.dataset={dataset}", f"data.part={part}", f"paths.cache_dir={cache}"]
     cfg = load_config(ROOT / "configs" / "graph.yaml", overrides)
     pipe = VerificationPipeline(cfg, progress=False).build()
-    claims = [c for c in pipe.dataset.claims(ErrorPolicy(skip=True)) if c.verifiable and c.evidence]
+    claims = [c for c in pipe.dataset.claims(ErrorPolicy(skip=True)) if c.verifiable]
     texts = [c.text for c in claims]
     subq = [tuple(pipe.decomposer.decompose(t)) for t in texts]
     graal = pipe.retrieval.retrievers["graal"]
@@ -154,7 +154,7 @@ def run_dataset(dataset: str, part: str, cache: str) -> tuple[int, dict, dict]:
     pipe, claims, lists = retrieve_lists(dataset, part, cache)
     cfg = pipe.config
     k, pool_k = cfg.verifier.top_k, max(cfg.verifier.top_k, cfg.pipeline.evidence_pool)
-    rrf_k, depth = cfg.fusion.rrf_k, cfg.retrieval.k
+    rrf_k, fused_k = cfg.fusion.rrf_k, cfg.retrieval.k  # as pipeline/retrieval.py fuses
     base: dict[str, dict[str, float]] = {}
     t0 = time.perf_counter()
     own = [
@@ -170,7 +170,7 @@ def run_dataset(dataset: str, part: str, cache: str) -> tuple[int, dict, dict]:
         for name, w in graph_settings().items():
             tops = []
             for claim, per in zip(claims, per_claim, strict=True):
-                pool = hits_to_evidence(rrf_fuse(per, depth, rrf_k, w), pipe.store, pool_k)
+                pool = hits_to_evidence(rrf_fuse(per, fused_k, rrf_k, w), pipe.store, pool_k)
                 tops.append([e.sentence for e in pipe.graph.rank(claim.text, pool).evidence[:k]])
             graph[f"neighbour_pages {n}, {name}"] = score(claims, tops)
         print(f"  {dataset}: graph grid at neighbour_pages {n}: {time.perf_counter() - t0:.0f} s", flush=True)
