@@ -16,6 +16,7 @@ import random
 import time
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -137,8 +138,12 @@ def _resolve_base(config: Config, progress: bool) -> str:
     return resolve_backbone(config.train.base_model, config.paths.cache_dir)
 
 
-def verifier_artifact_dir(config: Config) -> Path:
-    """Where the verifier trained with ``config`` lives (whether or not it exists yet)."""
+def verifier_artifact_dir(config: Config, teacher_sha256: str | None = None) -> Path:
+    """Where the verifier trained with ``config`` lives (whether or not it exists yet).
+
+    ``teacher_sha256``: the sha256 of the teacher's bytes already read (:func:`_read_teacher`),
+    so that the folder is named from those very bytes; by default the file is hashed.
+    """
     fever_cfg = _fever_config(config)
     corpus = fever(corpus=fever_cfg.data.corpus or None).corpus_path
     cache = Path(config.paths.cache_dir)
@@ -160,7 +165,7 @@ def verifier_artifact_dir(config: Config) -> Path:
         settings["compositional_generator"] = GENERATOR_VERSION
     teacher = teacher_path(config)
     if teacher is not None:
-        settings["distill_sha256"] = file_sha256(teacher)
+        settings["distill_sha256"] = teacher_sha256 or file_sha256(teacher)
         # at their defaults left out, as hash_dump leaves out keys added later
         if config.train.distill_weight != DISTILL_DEFAULTS["distill_weight"]:
             settings["distill_weight"] = config.train.distill_weight
@@ -200,28 +205,37 @@ def teacher_path(config: Config) -> Path | None:
     return path
 
 
-def _read_teacher(config: Config) -> tuple[dict, str] | None:
-    """The teacher's rows and the sha256 of the very bytes they were read from (None: no teacher)."""
+@dataclass(frozen=True)
+class _Teacher:
+    """A teacher file as read once: its path, its rows and the sha256 of the bytes they came from."""
+
+    path: Path
+    rows: dict
+    sha256: str
+
+
+def _read_teacher(config: Config) -> _Teacher | None:
+    """The teacher that ``train.distill`` names for this verifier, read (None: no teacher)."""
     path = teacher_path(config)
     if path is None:
         return None
     data = path.read_bytes()
-    return parse_teacher(data, path), hashlib.sha256(data).hexdigest()
+    return _Teacher(path, parse_teacher(data, path), hashlib.sha256(data).hexdigest())
 
 
 def _soft_targets(
-    config: Config, train_ex: Sequence[TrainExample], teacher: tuple[dict, str] | None = None
+    config: Config, train_ex: Sequence[TrainExample], teacher: _Teacher | None
 ) -> tuple[list | None, dict]:
-    """The soft targets of ``train_ex`` (``train.distill``) and what to record of them.
+    """The soft targets of ``train_ex`` from ``teacher`` (:func:`_read_teacher`) and what to record
+    of them.
 
-    ``teacher``: :func:`_read_teacher`'s result, read now if not given.  A teacher that scored
-    none of the examples is an error when the user named it; garag's embedded one is then left
-    out with a warning (other train pairs, corpus or settings make other examples).
+    A teacher that scored none of the examples is an error when the user named it; garag's
+    embedded one is then left out with a warning (other train pairs, corpus or settings make other
+    examples).
     """
-    path = teacher_path(config)
-    if path is None:
+    if teacher is None:
         return None, {}
-    rows, sha = teacher if teacher is not None else _read_teacher(config)
+    path, rows, sha = teacher.path, teacher.rows, teacher.sha256
     targets, missing = soft_targets(train_ex, rows)
     if missing == len(train_ex):
         if config.train.distill == EMBEDDED_TEACHER:
@@ -412,9 +426,9 @@ def train_from_fever(config: Config, out_dir: Path, progress: bool = True) -> di
     started = time.time()
     # a bad teacher file fails before the minutes of retrieval that the examples take
     teacher = _read_teacher(config)
-    if teacher is not None and verifier_artifact_dir(config) != out_dir:
+    if teacher is not None and verifier_artifact_dir(config, teacher.sha256) != out_dir:
         raise ValueError(
-            f"{teacher_path(config)} changed since the verifier's folder {out_dir.name} was named: run again"
+            f"{teacher.path} changed since the verifier's folder {out_dir.name} was named: run again"
         )
     train_ex, val_ex, stats = prepare_examples(config, progress)
     logger.info("verifier data: %s", stats)

@@ -311,9 +311,24 @@ def test_the_verifier_artifact_is_named_by_the_teachers_content_not_its_path(tmp
         name("missing.jsonl.gz")
 
 
+def test_a_teacher_changed_after_the_folder_was_named_is_refused(tmp_path: Path) -> None:
+    """The folder is named from the bytes that will be trained on: a teacher rewritten in between
+    is refused before any example is built."""
+    from garag.config import load_config
+    from pipeline.train_verifier import train_from_fever, verifier_artifact_dir
+
+    write_teacher(tmp_path / "t.jsonl.gz", [("k" * 24, (0.5, 0.25, 0.25))])
+    config = load_config(None, [f"train.distill={tmp_path / 't.jsonl.gz'}", f"paths.cache_dir={tmp_path}"])
+    out_dir = verifier_artifact_dir(config)
+    write_teacher(tmp_path / "t.jsonl.gz", [("k" * 24, (0.25, 0.5, 0.25))])
+    with pytest.raises(ValueError, match=r"t\.jsonl\.gz changed since the verifier's folder verifier-"):
+        train_from_fever(config, out_dir, progress=False)
+    assert not out_dir.exists()
+
+
 def test_a_teacher_made_for_other_examples_is_refused(tmp_path: Path, toy_data) -> None:
     from garag.config import load_config
-    from pipeline.train_verifier import _soft_targets
+    from pipeline.train_verifier import _read_teacher, _soft_targets
 
     train, _ = toy_data
     other = write_teacher(tmp_path / "other.jsonl.gz", [("k" * 24, (0.5, 0.25, 0.25))])
@@ -322,18 +337,19 @@ def test_a_teacher_made_for_other_examples_is_refused(tmp_path: Path, toy_data) 
     with pytest.raises(
         ValueError, match=r"other\.jsonl\.gz: the teacher scored none of the 30 training examples"
     ):
-        _soft_targets(config, train)
+        _soft_targets(config, train, _read_teacher(config))
     write_teacher(tmp_path / "part.jsonl.gz", [(example_key(train[0]), (0.5, 0.25, 0.25))])
     config = load_config(None, [f"train.distill={tmp_path / 'part.jsonl.gz'}"])
-    targets, info = _soft_targets(config, train)
+    targets, info = _soft_targets(config, train, _read_teacher(config))
     assert targets[0] == pytest.approx((0.5, 0.25, 0.25)) and targets[1] is None
     assert (info["examples_with_target"], info["examples_without"], info["teacher_rows"]) == (1, 29, 1)
-    assert _soft_targets(load_config(), train) == (None, {})
+    assert _read_teacher(load_config()) is None
+    assert _soft_targets(load_config(), train, None) == (None, {})
 
 
 def test_the_embedded_teacher_is_for_the_recipe_it_was_made_for(toy_data, caplog) -> None:
     from garag.config import load_config
-    from pipeline.train_verifier import _soft_targets, teacher_path
+    from pipeline.train_verifier import _read_teacher, _soft_targets, teacher_path
 
     embedded = teacher_path(load_config(None, ["train.distill=embedded"]))
     assert embedded is not None and embedded.name == "teacher-mpnet.jsonl.gz" and embedded.is_file()
@@ -344,7 +360,8 @@ def test_the_embedded_teacher_is_for_the_recipe_it_was_made_for(toy_data, caplog
     # is refused instead: test_a_teacher_made_for_other_examples_is_refused)
     train, _ = toy_data
     with caplog.at_level("WARNING"):
-        targets, info = _soft_targets(load_config(None, ["train.distill=embedded"]), train)
+        embedded_config = load_config(None, ["train.distill=embedded"])
+        targets, info = _soft_targets(embedded_config, train, _read_teacher(embedded_config))
     assert targets is None
     assert (info["examples_with_target"], info["examples_without"]) == (0, len(train))
     assert "scored none of these 30 training examples" in caplog.text
