@@ -34,6 +34,7 @@ import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from eval.fever_score import hover_evidence_found
 from eval.retrieval_metrics import fully_supported
 from garag.artifacts import write_json_atomic, write_text_atomic
 from garag.config import load_config
@@ -54,18 +55,6 @@ SHIPPED_GRAPH = {"bm25": 1.0, "dense": 1.0, "pages": 1.0, "graal": 3.0}
 SHIPPED_BASELINE = {"bm25": 1.0, "dense": 1.0, "pages": 1.0}
 MIN_GAIN_CLAIMS = 2
 FEVER_SLACK = 0.005
-
-
-def pages_hit(claim: Claim, top: Sequence[SentenceId]) -> bool:
-    """At least one gold sentence of every gold page of some gold set among ``top``."""
-    got = set(top)
-    for group in claim.evidence:
-        pages: dict[str, set[SentenceId]] = {}
-        for sid in group:
-            pages.setdefault(sid.page, set()).add(sid)
-        if pages and all(s & got for s in pages.values()):
-            return True
-    return False
 
 
 def graph_settings() -> dict[str, dict[str, float]]:
@@ -146,7 +135,9 @@ def score(claims: Sequence[Claim], tops: Sequence[Sequence[SentenceId]]) -> dict
     n = len(claims)
     return {
         "r_at_5": round(sum(fully_supported(c, t) for c, t in zip(claims, tops, strict=True)) / n, 4),
-        "pages_at_5": round(sum(pages_hit(c, t) for c, t in zip(claims, tops, strict=True)) / n, 4),
+        "pages_at_5": round(
+            sum(hover_evidence_found(c, t) for c, t in zip(claims, tops, strict=True)) / n, 4
+        ),
     }
 
 

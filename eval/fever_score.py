@@ -36,7 +36,7 @@ give the same numbers.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any
@@ -392,14 +392,22 @@ def hover_correct(claim: Claim, prediction: FeverPrediction, max_evidence: int |
     label = claim.label.value if isinstance(claim.label, Enum) else claim.label
     if prediction.label != label:
         return False
-    predicted = set(prediction.evidence if max_evidence is None else prediction.evidence[:max_evidence])
+    return hover_evidence_found(
+        claim, prediction.evidence if max_evidence is None else prediction.evidence[:max_evidence]
+    )
+
+
+def hover_evidence_found(claim: Claim, predicted: Iterable[SentenceId]) -> bool:
+    """HoVer's evidence condition: for some gold set, at least one gold sentence of each of its pages
+    is among ``predicted`` (True for a claim without gold evidence)."""
+    found = set(predicted)
     if not claim.evidence:
         return True
     for group in claim.evidence:  # any one complete gold set suffices, as in FEVER
         pages: dict[str, set] = {}
         for sid in group:
             pages.setdefault(sid.page, set()).add(sid)
-        if all(sids & predicted for sids in pages.values()):
+        if all(sids & found for sids in pages.values()):
             return True
     return False
 

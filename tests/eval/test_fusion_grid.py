@@ -1,10 +1,12 @@
-"""``benchmarks/fusion_grid.py``: the HoVer-score condition it measures and the rule it picks by."""
+"""``benchmarks/fusion_grid.py``: the HoVer-score evidence condition it measures (``hover_evidence_found``)
+and the rule it picks by."""
 
 from __future__ import annotations
 
 import importlib.util
 from pathlib import Path
 
+from eval.fever_score import hover_evidence_found
 from garag.types import Claim, SentenceId
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -16,17 +18,17 @@ _spec.loader.exec_module(grid)
 A0, A1, B0, C3 = SentenceId("A", 0), SentenceId("A", 1), SentenceId("B", 0), SentenceId("C", 3)
 
 
-def test_pages_hit_needs_one_gold_sentence_of_every_gold_page():
+def test_hover_evidence_found_needs_one_gold_sentence_of_every_gold_page():
     claim = Claim(1, "a claim", "SUPPORTED", ((A0, A1, B0),), 2)
-    assert grid.pages_hit(claim, [A1, B0])  # A0 may be missing: A1 stands for page A
-    assert not grid.pages_hit(claim, [A0, A1, C3])  # page B has none
-    assert not grid.pages_hit(claim, [])
+    assert hover_evidence_found(claim, [A1, B0])  # A0 may be missing: A1 stands for page A
+    assert not hover_evidence_found(claim, [A0, A1, C3])  # page B has none
+    assert not hover_evidence_found(claim, [])
 
 
-def test_pages_hit_takes_any_one_gold_set():
+def test_hover_evidence_found_takes_any_one_gold_set():
     claim = Claim(2, "a claim", "SUPPORTS", ((A0, B0), (C3,)))
-    assert grid.pages_hit(claim, [C3])
-    assert not grid.pages_hit(claim, [A0])
+    assert hover_evidence_found(claim, [C3])
+    assert not hover_evidence_found(claim, [A0])
 
 
 def _row(hover: float, fever: float) -> dict:
