@@ -23,6 +23,13 @@ DATA_DIR/hard-{train,val,cfg}.  SOUP=a+b+c (ALL2=1 only) averages the weights of
 variants, which must start from stage 1 and use stage 2's own examples (a uniform "model soup"),
 into one more model, calibrated and scored as ``mpnet-soup`` as soon as its parts are trained.
 Validation rows carry their position (``row``): claim ids repeat across examples.
+
+Stage 1's model itself can come back: ``STAGES=1`` stops after stage 1, and ``SHIP=N`` packs its
+weights as int8 changes from the backbone (``transport.py pack-delta``, chunks of 16,000,000
+bytes in WORK/ship), checks the rebuilt model against the trained one on the validation examples
+(largest probability difference, labels that differ: ``result.json``'s ``ship``), puts its small
+files into OUT/small.tar and copies the first N chunks to OUT; a later call copies the rest
+(``cp WORK/ship/delta-int8.00[N-] $OUT/``, while the machine is warm).
 """
 
 import gzip
@@ -264,9 +271,68 @@ stage2 = os.environ.get("STAGE2", "joint")  # the name of stage 2's files (e.g. 
 all2 = os.environ.get("ALL2", "0") == "1"
 if SOUP_TAGS and not all2:
     sys.exit("train_on_device: SOUP needs ALL2=1 (the soup's parts are the variants ALL2 keeps)")
+
+
+def ship(model_dir, scorer, first):
+    """Stage 1's weights as int8 changes from the backbone; the first chunks and small files to OUT."""
+    import shutil
+    import tarfile
+
+    import numpy as np
+    from safetensors.torch import load, load_file, save_file
+    from transport import pack_delta, unpack_delta_state
+
+    t = time.time()
+    work_ship = work / "ship"
+    shutil.rmtree(work_ship, ignore_errors=True)
+    chunks = pack_delta(base, Path(model_dir), work_ship, 16_000_000)
+    # the rebuilt model, as the caller will rebuild it, against the trained one
+    rebuilt_dir = work / "rebuilt"
+    shutil.rmtree(rebuilt_dir, ignore_errors=True)
+    shutil.copytree(model_dir, rebuilt_dir)
+    packed = load(b"".join(p.read_bytes() for p in chunks))
+    save_file(
+        unpack_delta_state(load_file(str(base / "model.safetensors")), packed),
+        str(rebuilt_dir / "model.safetensors"),
+        metadata={"format": "pt"},
+    )
+    cfgs = json.loads((data / "default-cfg.json").read_text())
+    va = load_examples(data / "default-val.jsonl.gz", 32 if quick else None)
+    vcfg = VerifierConfig(**{**cfgs["verifier"], "nei_bias": 0.0, "device": "auto"})
+    premises = [build_premise(ex.evidence, vcfg.top_k) for ex in va]
+    claims = [ex.claim for ex in va]
+    a = scorer.predict_pairs(premises, claims)
+    b = NLIVerifier(vcfg, str(rebuilt_dir)).load().predict_pairs(premises, claims)
+    a, b = np.asarray(a), np.asarray(b)
+    small = [f for f in sorted(Path(model_dir).iterdir()) if f.is_file() and f.name != "model.safetensors"]
+    with tarfile.open(out / "small.tar", "w") as tar:
+        for f in small:
+            tar.add(f, arcname=f.name)
+    for c in chunks[:first]:
+        shutil.copy(c, out / c.name)
+    result["ship"] = {
+        "chunks": [{"name": c.name, "bytes": c.stat().st_size} for c in chunks],
+        "sent_now": [c.name for c in chunks[:first]],
+        "small_files": [f.name for f in small],
+        "val_pairs": len(va),
+        "max_abs_prob_diff": float(np.abs(a - b).max()),
+        "mean_abs_prob_diff": float(np.abs(a - b).mean()),
+        "labels_differing": int((a.argmax(1) != b.argmax(1)).sum()),
+        "seconds": round(time.time() - t, 1),
+    }
+    log("ship", result["ship"])
+    save()
+
+
 e1, dir1, sc1 = stage("default", base, v1)
 if os.environ.get("SCORE_DEFAULT", "1") == "1":
     score("default", sc1, "mpnet-default")
+if os.environ.get("SHIP"):
+    ship(dir1, sc1, int(os.environ["SHIP"]))
+if os.environ.get("STAGES", "2") == "1":
+    (out / "done").write_text("ok")
+    log("done (stage 1 only)")
+    sys.exit(0)
 e2, dir2, sc2 = stage(stage2, dir1, v2, keep=keep_variant if all2 else None)
 if not all2:
     score("joint", sc2, f"mpnet-{stage2}")

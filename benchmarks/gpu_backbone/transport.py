@@ -8,6 +8,16 @@ average over 60 FEVER claims (a fine-tuning start, not a replacement for the ori
 
 ``unpack CHUNK... --configs SRC_DIR --out OUT_DIR``: join, decompress, rebuild float32 weights,
 copy the other files of SRC_DIR (configs, tokenizer).
+
+The way back (a device call returns at most 64 MiB, in files of at most 16 MiB): a model fine-tuned
+there from such a rebuilt backbone travels as its change.  ``pack-delta BASE_DIR TUNED_DIR OUT_DIR``:
+every 2-D matrix of the tuned model whose backbone counterpart exists (same name, or the name after
+the model's prefix such as ``mpnet.``) becomes ``tuned - base`` as int8 with one float32 scale per
+row; the change is about a hundredth of the weight, so the rounding error is too (measured on the
+device against the tuned model's own probabilities); every other tensor travels whole.  Raw int8,
+no compression (xz takes minutes there and saves little on int8 noise), split into chunks of
+``--chunk`` bytes.  ``unpack-delta CHUNK... --base BASE_DIR --configs TUNED_FILES --out OUT_DIR``:
+the same backbone rebuilt here (``unpack`` of the same chunks gives the same bytes) plus the change.
 """
 
 from __future__ import annotations
@@ -19,6 +29,7 @@ import shutil
 from pathlib import Path
 
 _SCALE = ".__scale"
+_BASE = ".__base"  # the backbone tensor's name, as bytes
 
 
 def pack(src: Path, out: Path, chunk: int) -> None:
@@ -65,6 +76,79 @@ def unpack(chunks: list[Path], configs: Path, out: Path) -> None:
     print(f"rebuilt {len(weights)} tensors in {out}")
 
 
+def _base_name(name: str, base: dict) -> str | None:
+    """The backbone tensor a tuned tensor continues: same name, or the name after its first part."""
+    if name in base:
+        return name
+    rest = name.partition(".")[2]
+    return rest if rest in base else None
+
+
+def pack_delta_state(base: dict, tuned: dict) -> dict:
+    """``tuned`` as int8 row-scaled changes from ``base`` where it can, the rest whole (float32)."""
+    import torch
+
+    packed = {}
+    for name, t in tuned.items():
+        b = _base_name(name, base)
+        if b is not None and t.dim() == 2 and t.numel() > 10_000 and base[b].shape == t.shape:
+            d = t.float() - base[b].float()
+            scale = d.abs().amax(dim=1).clamp(min=1e-12) / 127.0
+            packed[name] = torch.round(d / scale[:, None]).clamp(-127, 127).to(torch.int8)
+            packed[name + _SCALE] = scale
+            packed[name + _BASE] = torch.tensor(list(b.encode()), dtype=torch.uint8)
+        else:
+            packed[name] = t.float().contiguous() if t.is_floating_point() else t.contiguous()
+    return packed
+
+
+def unpack_delta_state(base: dict, packed: dict) -> dict:
+    """The tuned weights back from ``base`` and ``pack_delta_state``'s output (float32)."""
+    out = {}
+    for name, t in packed.items():
+        if name.endswith((_SCALE, _BASE)):
+            continue
+        if name + _SCALE in packed:
+            b = bytes(packed[name + _BASE].tolist()).decode()
+            out[name] = base[b].float() + t.float() * packed[name + _SCALE][:, None]
+        else:
+            out[name] = t
+    return out
+
+
+def pack_delta(base_dir: Path, tuned_dir: Path, out: Path, chunk: int) -> list[Path]:
+    from safetensors.torch import load_file, save_file
+
+    packed = pack_delta_state(
+        load_file(base_dir / "model.safetensors"), load_file(tuned_dir / "model.safetensors")
+    )
+    out.mkdir(parents=True, exist_ok=True)
+    raw = out / ".delta.safetensors"
+    save_file(packed, raw)
+    data = raw.read_bytes()
+    raw.unlink()
+    paths = []
+    for i in range(0, len(data), chunk):
+        paths.append(out / f"delta-int8.{i // chunk:03d}")
+        paths[-1].write_bytes(data[i : i + chunk])
+    print(f"{len(data)} bytes in {len(paths)} chunks; sha256 {hashlib.sha256(data).hexdigest()}")
+    return paths
+
+
+def unpack_delta(chunks: list[Path], base_dir: Path, configs: Path, out: Path) -> None:
+    from safetensors.torch import load, load_file, save_file
+
+    data = b"".join(p.read_bytes() for p in sorted(chunks))
+    print(f"{len(data)} bytes joined; sha256 {hashlib.sha256(data).hexdigest()}")
+    weights = unpack_delta_state(load_file(base_dir / "model.safetensors"), load(data))
+    out.mkdir(parents=True, exist_ok=True)
+    for f in configs.iterdir():
+        if f.name != "model.safetensors" and f.is_file():
+            shutil.copy(f, out / f.name)
+    save_file(weights, out / "model.safetensors", metadata={"format": "pt"})
+    print(f"rebuilt {len(weights)} tensors in {out}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -76,11 +160,25 @@ def main() -> None:
     u.add_argument("chunks", type=Path, nargs="+")
     u.add_argument("--configs", type=Path, required=True)
     u.add_argument("--out", type=Path, required=True)
+    pd = sub.add_parser("pack-delta")
+    pd.add_argument("base", type=Path)
+    pd.add_argument("tuned", type=Path)
+    pd.add_argument("out", type=Path)
+    pd.add_argument("--chunk", type=int, default=16_000_000)
+    ud = sub.add_parser("unpack-delta")
+    ud.add_argument("chunks", type=Path, nargs="+")
+    ud.add_argument("--base", type=Path, required=True)
+    ud.add_argument("--configs", type=Path, required=True, help="the tuned model's folder of small files")
+    ud.add_argument("--out", type=Path, required=True)
     args = ap.parse_args()
     if args.cmd == "pack":
         pack(args.src, args.out, args.chunk)
-    else:
+    elif args.cmd == "unpack":
         unpack(args.chunks, args.configs, args.out)
+    elif args.cmd == "pack-delta":
+        pack_delta(args.base, args.tuned, args.out, args.chunk)
+    else:
+        unpack_delta(args.chunks, args.base, args.configs, args.out)
 
 
 if __name__ == "__main__":
