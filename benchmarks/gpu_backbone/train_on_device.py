@@ -29,7 +29,9 @@ weights as int8 changes from the backbone (``transport.py pack-delta``, chunks o
 bytes in WORK/ship), checks the rebuilt model against the trained one on the validation examples
 (largest probability difference, labels that differ: ``result.json``'s ``ship``), puts its small
 files into OUT/small.tar and copies the first N chunks to OUT; a later call copies the rest
-(``cp WORK/ship/delta-int8.00[N-] $OUT/``, while the machine is warm).
+(``cp WORK/ship/delta-int8.00[N-] $OUT/``, while the machine is warm).  ``SHIP2=N`` does the same
+for stage 2's chosen model (its own validation examples; WORK/ship2, OUT/small2.tar, chunks
+``delta2-int8.*``), after both stages.
 """
 
 import gzip
@@ -273,8 +275,11 @@ if SOUP_TAGS and not all2:
     sys.exit("train_on_device: SOUP needs ALL2=1 (the soup's parts are the variants ALL2 keeps)")
 
 
-def ship(model_dir, scorer, first):
-    """Stage 1's weights as int8 changes from the backbone; the first chunks and small files to OUT."""
+def ship(model_dir, scorer, first, files="default", suffix=""):
+    """A stage's weights as int8 changes from the backbone; the first chunks and small files to OUT.
+
+    ``files`` names the stage's examples (its validation set checks the rebuilt model); ``suffix``
+    keeps stage 2's folder, chunks and small files apart from stage 1's."""
     import shutil
     import tarfile
 
@@ -283,11 +288,11 @@ def ship(model_dir, scorer, first):
     from transport import pack_delta, unpack_delta_state
 
     t = time.time()
-    work_ship = work / "ship"
+    work_ship = work / f"ship{suffix}"
     shutil.rmtree(work_ship, ignore_errors=True)
-    chunks = pack_delta(base, Path(model_dir), work_ship, 16_000_000)
+    chunks = pack_delta(base, Path(model_dir), work_ship, 16_000_000, prefix=f"delta{suffix}-int8")
     # the rebuilt model, as the caller will rebuild it, against the trained one
-    rebuilt_dir = work / "rebuilt"
+    rebuilt_dir = work / f"rebuilt{suffix}"
     shutil.rmtree(rebuilt_dir, ignore_errors=True)
     shutil.copytree(model_dir, rebuilt_dir)
     packed = load(b"".join(p.read_bytes() for p in chunks))
@@ -296,8 +301,8 @@ def ship(model_dir, scorer, first):
         str(rebuilt_dir / "model.safetensors"),
         metadata={"format": "pt"},
     )
-    cfgs = json.loads((data / "default-cfg.json").read_text())
-    va = load_examples(data / "default-val.jsonl.gz", 32 if quick else None)
+    cfgs = json.loads((data / f"{files}-cfg.json").read_text())
+    va = load_examples(data / f"{files}-val.jsonl.gz", 32 if quick else None)
     vcfg = VerifierConfig(**{**cfgs["verifier"], "nei_bias": 0.0, "device": "auto"})
     premises = [build_premise(ex.evidence, vcfg.top_k) for ex in va]
     claims = [ex.claim for ex in va]
@@ -305,12 +310,12 @@ def ship(model_dir, scorer, first):
     b = NLIVerifier(vcfg, str(rebuilt_dir)).load().predict_pairs(premises, claims)
     a, b = np.asarray(a), np.asarray(b)
     small = [f for f in sorted(Path(model_dir).iterdir()) if f.is_file() and f.name != "model.safetensors"]
-    with tarfile.open(out / "small.tar", "w") as tar:
+    with tarfile.open(out / f"small{suffix}.tar", "w") as tar:
         for f in small:
             tar.add(f, arcname=f.name)
     for c in chunks[:first]:
         shutil.copy(c, out / c.name)
-    result["ship"] = {
+    result[f"ship{suffix}"] = {
         "chunks": [{"name": c.name, "bytes": c.stat().st_size} for c in chunks],
         "sent_now": [c.name for c in chunks[:first]],
         "small_files": [f.name for f in small],
@@ -320,7 +325,7 @@ def ship(model_dir, scorer, first):
         "labels_differing": int((a.argmax(1) != b.argmax(1)).sum()),
         "seconds": round(time.time() - t, 1),
     }
-    log("ship", result["ship"])
+    log(f"ship{suffix}", result[f"ship{suffix}"])
     save()
 
 
@@ -336,6 +341,8 @@ if os.environ.get("STAGES", "2") == "1":
 e2, dir2, sc2 = stage(stage2, dir1, v2, keep=keep_variant if all2 else None)
 if not all2:
     score("joint", sc2, f"mpnet-{stage2}")
+if os.environ.get("SHIP2"):
+    ship(dir2, sc2, int(os.environ["SHIP2"]), stage2, "2")
 elif SOUP_TAGS and "soup" not in MODEL_DIRS:
     sys.exit(f"train_on_device: no soup made: SOUP names {SOUP_TAGS}, the variants were {sorted(MODEL_DIRS)}")
 (out / "done").write_text("ok")

@@ -116,7 +116,9 @@ def unpack_delta_state(base: dict, packed: dict) -> dict:
     return out
 
 
-def pack_delta(base_dir: Path, tuned_dir: Path, out: Path, chunk: int) -> list[Path]:
+def pack_delta(
+    base_dir: Path, tuned_dir: Path, out: Path, chunk: int, prefix: str = "delta-int8"
+) -> list[Path]:
     from safetensors.torch import load_file, save_file
 
     packed = pack_delta_state(
@@ -129,7 +131,7 @@ def pack_delta(base_dir: Path, tuned_dir: Path, out: Path, chunk: int) -> list[P
     raw.unlink()
     paths = []
     for i in range(0, len(data), chunk):
-        paths.append(out / f"delta-int8.{i // chunk:03d}")
+        paths.append(out / f"{prefix}.{i // chunk:03d}")
         paths[-1].write_bytes(data[i : i + chunk])
     print(f"{len(data)} bytes in {len(paths)} chunks; sha256 {hashlib.sha256(data).hexdigest()}")
     return paths

@@ -1,0 +1,54 @@
+"""Finish a verifier that came back from a lent GPU (``transport.py unpack-delta``) as garag's own.
+
+``garag train-verifier`` ends a training with the NEI calibration on the held-out train claims and,
+for a per-sentence verifier, the claim-level aggregator fitted on their retrieved top 5.  A model
+trained on the device and rebuilt here gets both the same way, on these weights:
+
+    python benchmarks/gpu_backbone/finish_shipped.py FOLDER --val DATA_DIR/default-val.jsonl.gz \\
+        --config configs/baseline.yaml --set paths.cache_dir=<cache>
+
+(``--no-aggregator`` for a joint, concat-mode verifier, which has none.)  Then
+``--set verifier.model=FOLDER`` (or ``verifier.mix_model``) runs any config with it.  The
+aggregator retrieves the validation claims with the config's cache (about 9 minutes for
+all-mpnet-base-v2 on 2 CPU cores).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from examples_io import load_examples  # noqa: E402
+
+from garag.config import load_config  # noqa: E402
+from pipeline.train_verifier import fit_claim_aggregator  # noqa: E402
+from verifier.calibration import calibrate_nei_bias  # noqa: E402
+from verifier.nli import NLIVerifier  # noqa: E402
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("folder", type=Path, help="the rebuilt model (model.safetensors, config, tokenizer)")
+    ap.add_argument("--val", type=Path, required=True, help="dump_examples.py's validation file")
+    ap.add_argument("--config", default="configs/baseline.yaml")
+    ap.add_argument("--set", action="append", default=[], dest="overrides", metavar="KEY=VALUE")
+    ap.add_argument("--no-aggregator", action="store_true")
+    args = ap.parse_args()
+    if not (args.folder / "model.safetensors").is_file():
+        raise SystemExit(f"{args.folder}: no model.safetensors (rebuild it with transport.py unpack-delta)")
+    config = load_config(args.config, overrides=args.overrides)
+    val = load_examples(args.val)
+    vcfg = config.verifier.model_copy(update={"model": str(args.folder), "nei_bias": 0.0})
+    scorer = NLIVerifier(vcfg, str(args.folder)).load()
+    print("calibration", calibrate_nei_bias(args.folder, val, scorer.predict_pairs, vcfg.top_k), flush=True)
+    if not args.no_aggregator:
+        print("aggregator", fit_claim_aggregator(config, args.folder, progress=False), flush=True)
+
+
+if __name__ == "__main__":
+    main()
