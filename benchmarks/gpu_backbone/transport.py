@@ -17,19 +17,30 @@ row; the change is about a hundredth of the weight, so the rounding error is too
 device against the tuned model's own probabilities); every other tensor travels whole.  Raw int8,
 no compression (xz takes minutes there and saves little on int8 noise), split into chunks of
 ``--chunk`` bytes.  ``unpack-delta CHUNK... --base BASE_DIR --configs TUNED_FILES --out OUT_DIR``:
-the same backbone rebuilt here (``unpack`` of the same chunks gives the same bytes) plus the change.
+the same backbone rebuilt here (``unpack`` of the same chunks gives the same bytes) plus the change;
+the delta file names the sha256 of the backbone file it was packed against, and another is refused.
 """
 
 from __future__ import annotations
 
 import argparse
 import hashlib
+import json
 import lzma
 import shutil
 from pathlib import Path
 
 _SCALE = ".__scale"
 _BASE = ".__base"  # the backbone tensor's name, as bytes
+_BASE_SHA = "garag_delta_base_sha256"  # the delta file's metadata: the backbone file it is a change from
+
+
+def _file_sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
 
 
 def pack(src: Path, out: Path, chunk: int) -> None:
@@ -121,12 +132,11 @@ def pack_delta(
 ) -> list[Path]:
     from safetensors.torch import load_file, save_file
 
-    packed = pack_delta_state(
-        load_file(base_dir / "model.safetensors"), load_file(tuned_dir / "model.safetensors")
-    )
+    base_file = base_dir / "model.safetensors"
+    packed = pack_delta_state(load_file(base_file), load_file(tuned_dir / "model.safetensors"))
     out.mkdir(parents=True, exist_ok=True)
     raw = out / ".delta.safetensors"
-    save_file(packed, raw)
+    save_file(packed, raw, metadata={_BASE_SHA: _file_sha256(base_file)})
     data = raw.read_bytes()
     raw.unlink()
     paths = []
@@ -137,12 +147,28 @@ def pack_delta(
     return paths
 
 
-def unpack_delta(chunks: list[Path], base_dir: Path, configs: Path, out: Path) -> None:
+def unpack_delta(
+    chunks: list[Path], base_dir: Path, configs: Path, out: Path, unchecked_base: bool = False
+) -> None:
     from safetensors.torch import load, load_file, save_file
 
     data = b"".join(p.read_bytes() for p in sorted(chunks))
     print(f"{len(data)} bytes joined; sha256 {hashlib.sha256(data).hexdigest()}")
-    weights = unpack_delta_state(load_file(base_dir / "model.safetensors"), load(data))
+    try:
+        size = int.from_bytes(data[:8], "little")
+        header = json.loads(data[8 : 8 + size])
+    except ValueError as e:
+        raise SystemExit(f"{chunks[0].parent}: the chunks do not join into a delta file ({e})") from None
+    base_file = base_dir / "model.safetensors"
+    want, got = (header.get("__metadata__") or {}).get(_BASE_SHA), _file_sha256(base_file)
+    if want is None and not unchecked_base:
+        raise SystemExit(
+            f"{chunks[0].parent}: the delta names no backbone sha256 (packed before transport.py recorded"
+            " it); --unchecked-base rebuilds it on the given backbone anyway"
+        )
+    if want is not None and want != got:  # another backbone would give other weights silently
+        raise SystemExit(f"{base_file}: sha256 {got[:12]}..., but the change was packed against {want}")
+    weights = unpack_delta_state(load_file(base_file), load(data))
     out.mkdir(parents=True, exist_ok=True)
     for f in configs.iterdir():
         if f.name != "model.safetensors" and f.is_file():
@@ -172,6 +198,7 @@ def main() -> None:
     ud.add_argument("--base", type=Path, required=True)
     ud.add_argument("--configs", type=Path, required=True, help="the tuned model's folder of small files")
     ud.add_argument("--out", type=Path, required=True)
+    ud.add_argument("--unchecked-base", action="store_true", help="accept a delta that names no backbone")
     args = ap.parse_args()
     if args.cmd == "pack":
         pack(args.src, args.out, args.chunk)
@@ -180,7 +207,7 @@ def main() -> None:
     elif args.cmd == "pack-delta":
         pack_delta(args.base, args.tuned, args.out, args.chunk)
     else:
-        unpack_delta(args.chunks, args.base, args.configs, args.out)
+        unpack_delta(args.chunks, args.base, args.configs, args.out, args.unchecked_base)
 
 
 if __name__ == "__main__":

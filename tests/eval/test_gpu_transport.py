@@ -67,3 +67,19 @@ def test_pack_and_unpack_through_chunk_files(tmp_path):
     rebuilt = load_file(tmp_path / "out" / "model.safetensors")
     assert (rebuilt["mpnet.encoder.w"] - tuned["mpnet.encoder.w"]).abs().max() < 1e-3
     assert (tmp_path / "out" / "config.json").read_text() == "{}"
+
+
+def test_a_change_is_refused_against_another_backbone(tmp_path):
+    import pytest
+    from safetensors.torch import save_file
+
+    base, tuned, _ = _models()
+    for name, weights in (("base", base), ("tuned", tuned), ("other", {k: v + 1 for k, v in base.items()})):
+        (tmp_path / name).mkdir()
+        save_file(weights, tmp_path / name / "model.safetensors")
+    chunks = transport.pack_delta(tmp_path / "base", tmp_path / "tuned", tmp_path / "ship", 10_000)
+    with pytest.raises(SystemExit, match="the change was packed against"):
+        transport.unpack_delta(chunks, tmp_path / "other", tmp_path / "tuned", tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+    with pytest.raises(SystemExit, match="do not join into a delta file"):
+        transport.unpack_delta(chunks[1:], tmp_path / "base", tmp_path / "tuned", tmp_path / "out")
