@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import argparse
 import gzip
-import hashlib
 import json
 import os
 import shutil
@@ -89,14 +88,6 @@ def tree_bytes(repo: Path) -> int:
     ).stdout.split(b"\0")
     paths = [repo / os.fsdecode(name) for name in listed if name]
     return sum(p.stat().st_size for p in paths if p.is_file())
-
-
-def sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def exclude_file(repo: Path) -> Path:
@@ -169,7 +160,7 @@ def stage(backbone: Path, data: Path, wheels: Path | None, repo: Path, budget: i
             for p, dest in content:
                 (folder / dest).parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy2(p, folder / dest)
-        sums = [f"{sha256(p)}  {dest}" for content in bins for p, dest in content]
+        sums = [f"{transport.file_sha256(p)}  {dest}" for content in bins for p, dest in content]
         (folders[-1] / "sums.txt").write_text("\n".join(sums) + "\n", encoding="utf-8")
         shutil.copy2(DEVICE_SCRIPT, folders[-1] / "device.sh")
     finally:

@@ -35,7 +35,7 @@ _BASE = ".__base"  # the backbone tensor's name, as bytes
 _BASE_SHA = "garag_delta_base_sha256"  # the delta file's metadata: the backbone file it is a change from
 
 
-def _file_sha256(path: Path) -> str:
+def file_sha256(path: Path) -> str:
     h = hashlib.sha256()
     with path.open("rb") as fh:
         for block in iter(lambda: fh.read(1 << 20), b""):
@@ -136,7 +136,7 @@ def pack_delta(
     packed = pack_delta_state(load_file(base_file), load_file(tuned_dir / "model.safetensors"))
     out.mkdir(parents=True, exist_ok=True)
     raw = out / ".delta.safetensors"
-    save_file(packed, raw, metadata={_BASE_SHA: _file_sha256(base_file)})
+    save_file(packed, raw, metadata={_BASE_SHA: file_sha256(base_file)})
     data = raw.read_bytes()
     raw.unlink()
     paths = []
@@ -160,7 +160,7 @@ def unpack_delta(
     except ValueError as e:
         raise SystemExit(f"{chunks[0].parent}: the chunks do not join into a delta file ({e})") from None
     base_file = base_dir / "model.safetensors"
-    want, got = (header.get("__metadata__") or {}).get(_BASE_SHA), _file_sha256(base_file)
+    want, got = (header.get("__metadata__") or {}).get(_BASE_SHA), file_sha256(base_file)
     if want is None and not unchecked_base:
         raise SystemExit(
             f"{chunks[0].parent}: the delta names no backbone sha256 (packed before transport.py recorded"
