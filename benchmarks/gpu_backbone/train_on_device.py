@@ -341,9 +341,9 @@ if os.environ.get("STAGES", "2") == "1":
 e2, dir2, sc2 = stage(stage2, dir1, v2, keep=keep_variant if all2 else None)
 if not all2:
     score("joint", sc2, f"mpnet-{stage2}")
-if os.environ.get("SHIP2"):
-    ship(dir2, sc2, int(os.environ["SHIP2"]), stage2, "2")
 elif SOUP_TAGS and "soup" not in MODEL_DIRS:
     sys.exit(f"train_on_device: no soup made: SOUP names {SOUP_TAGS}, the variants were {sorted(MODEL_DIRS)}")
+if os.environ.get("SHIP2"):
+    ship(dir2, sc2, int(os.environ["SHIP2"]), stage2, "2")
 (out / "done").write_text("ok")
 log("done")
