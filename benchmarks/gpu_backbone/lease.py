@@ -39,6 +39,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(ROOT))
+from garag.artifacts import file_sha256  # noqa: E402
+
 CALL_LIMIT = 64 * 1024 * 1024
 CHUNK = 33_000_000
 DEVICE_SCRIPT = Path(__file__).resolve().parent / "device.sh"
@@ -160,7 +163,7 @@ def stage(backbone: Path, data: Path, wheels: Path | None, repo: Path, budget: i
             for p, dest in content:
                 (folder / dest).parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy2(p, folder / dest)
-        sums = [f"{transport.file_sha256(p)}  {dest}" for content in bins for p, dest in content]
+        sums = [f"{file_sha256(p)}  {dest}" for content in bins for p, dest in content]
         (folders[-1] / "sums.txt").write_text("\n".join(sums) + "\n", encoding="utf-8")
         shutil.copy2(DEVICE_SCRIPT, folders[-1] / "device.sh")
     finally:

@@ -28,19 +28,15 @@ import hashlib
 import json
 import lzma
 import shutil
+import sys
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from garag.artifacts import file_sha256  # noqa: E402  (stdlib only: runs on the bare device too)
 
 _SCALE = ".__scale"
 _BASE = ".__base"  # the backbone tensor's name, as bytes
 _BASE_SHA = "garag_delta_base_sha256"  # the delta file's metadata: the backbone file it is a change from
-
-
-def file_sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def pack(src: Path, out: Path, chunk: int) -> None:
