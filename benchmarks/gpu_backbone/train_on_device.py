@@ -284,23 +284,16 @@ def ship(model_dir, scorer, first, files="default", suffix=""):
     import tarfile
 
     import numpy as np
-    from safetensors.torch import load, load_file, save_file
-    from transport import pack_delta, unpack_delta_state
+    from transport import pack_delta, unpack_delta
 
     t = time.time()
     work_ship = work / f"ship{suffix}"
     shutil.rmtree(work_ship, ignore_errors=True)
     chunks = pack_delta(base, Path(model_dir), work_ship, 16_000_000, prefix=f"delta{suffix}-int8")
-    # the rebuilt model, as the caller will rebuild it, against the trained one
+    # the rebuilt model, rebuilt as the caller will rebuild it, against the trained one
     rebuilt_dir = work / f"rebuilt{suffix}"
     shutil.rmtree(rebuilt_dir, ignore_errors=True)
-    shutil.copytree(model_dir, rebuilt_dir)
-    packed = load(b"".join(p.read_bytes() for p in chunks))
-    save_file(
-        unpack_delta_state(load_file(str(base / "model.safetensors")), packed),
-        str(rebuilt_dir / "model.safetensors"),
-        metadata={"format": "pt"},
-    )
+    unpack_delta(chunks, base, Path(model_dir), rebuilt_dir)
     cfgs = json.loads((data / f"{files}-cfg.json").read_text())
     va = load_examples(data / f"{files}-val.jsonl.gz", 32 if quick else None)
     vcfg = VerifierConfig(**{**cfgs["verifier"], "nei_bias": 0.0, "device": "auto"})

@@ -126,15 +126,12 @@ def unpack_delta_state(base: dict, packed: dict) -> dict:
 def pack_delta(
     base_dir: Path, tuned_dir: Path, out: Path, chunk: int, prefix: str = "delta-int8"
 ) -> list[Path]:
-    from safetensors.torch import load_file, save_file
+    from safetensors.torch import load_file, save
 
     base_file = base_dir / "model.safetensors"
     packed = pack_delta_state(load_file(base_file), load_file(tuned_dir / "model.safetensors"))
+    data = save(packed, metadata={_BASE_SHA: file_sha256(base_file)})
     out.mkdir(parents=True, exist_ok=True)
-    raw = out / ".delta.safetensors"
-    save_file(packed, raw, metadata={_BASE_SHA: file_sha256(base_file)})
-    data = raw.read_bytes()
-    raw.unlink()
     paths = []
     for i in range(0, len(data), chunk):
         paths.append(out / f"{prefix}.{i // chunk:03d}")
