@@ -28,6 +28,8 @@ for every run of NAME that read the same sentences (checked claim by claim): a c
 is NOT_SUPPORTED at every threshold.  Its labels on the other claims must equal the re-decision at
 0, SUPPORTED or not (checked).
 
+With ``--note TEXT`` the report says where the runs' verifiers came from (a paragraph under its header).
+
 Usage::
 
     garag evaluate --dataset hover --part tune --config configs/graph.yaml --out RUN_DIR
@@ -247,7 +249,7 @@ def mean_grid(parts: list[dict]) -> dict:
     }
 
 
-def table(results: dict[str, dict], command: str) -> str:
+def table(results: dict[str, dict], command: str, note: str = "") -> str:
     lines = [
         "# Two-way threshold grid (HoVer tune part)",
         "",
@@ -257,9 +259,11 @@ def table(results: dict[str, dict], command: str) -> str:
         'the SUPPORTS score, the entity check applied after it as in the pipeline.  "as run" is the',
         "run's own labels.  Pick: the best macro-F1 over all hops, a tie to the higher threshold.",
         "Each run: `garag evaluate --dataset hover --part tune --config configs/<name>.yaml --out DIR`",
-        "(`--oracle` for gold evidence; the mpnet runs are replays, benchmarks/results/mpnet_gpu.md).",
+        "(`--oracle` for gold evidence).",
         "",
     ]
+    if note:
+        lines += [note, ""]
     for name, res in results.items():
         lines += [
             f"## {name}: pick {res['pick']:g} (the run had {res['run_threshold']})",
@@ -308,6 +312,7 @@ def main() -> None:
     )
     default_out = str(ROOT / "benchmarks" / "results" / "two_way_grid")
     ap.add_argument("--out", default=default_out, help="output stem (.md and .json)")
+    ap.add_argument("--note", default="", help="a paragraph for the report: where the verifiers came from")
     args = ap.parse_args()
     judged_dirs = {}
     for spec in args.judged:
@@ -337,10 +342,10 @@ def main() -> None:
     command = shlex.join(["python", "benchmarks/two_way_grid.py", *sys.argv[1:]])
     try:
         write_json_atomic(Path(args.out + ".json"), {"command": command, "grid": list(GRID), "runs": results})
-        write_text_atomic(Path(args.out + ".md"), table(results, command) + "\n")
+        write_text_atomic(Path(args.out + ".md"), table(results, command, args.note) + "\n")
     except OSError as e:
         raise SystemExit(f"--out {args.out}: cannot write ({e})") from None
-    print(table(results, command))
+    print(table(results, command, args.note))
 
 
 if __name__ == "__main__":

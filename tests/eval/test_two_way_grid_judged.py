@@ -162,3 +162,21 @@ def test_apply_judged_reads_a_part_the_judge_withheld_for() -> None:
     assert held.label is Label.NOT_ENOUGH_INFO and "asked about each part" in held.explanation
     got = grid.apply_judged([_record("a", v)], {"a": _record("a", held)})
     assert got[0]["predicted_label"] == "NOT ENOUGH INFO"
+
+
+def test_table_says_where_the_verifiers_came_from_only_when_told() -> None:
+    row = {"macro_f1": 0.75, "accuracy": 0.76, "supported_share": 0.5, "hops": {"2": 0.7, "3": 0.8}}
+    res = {
+        "pick": 0.05,
+        "run_threshold": 0.02,
+        "claims": 98,
+        "entity_check": "two_way",
+        "oracle": False,
+        "judged": None,
+        "run": "/runs/x",
+        "rows": {"as run": row, "0.05": row},
+    }
+    plain = grid.table({"x": res}, "cmd")
+    assert "replay" not in plain and "| 0.05 **pick** | 0.750 | 0.700 / 0.800 / nan | 0.760 | 0.50 |" in plain
+    told = grid.table({"x": res}, "cmd", "The verifiers came back from the GPU.")
+    assert "\n\nThe verifiers came back from the GPU.\n\n## x: pick 0.05 (the run had 0.02)" in told
