@@ -393,6 +393,7 @@ def fit_claim_aggregator(config: Config, model_dir: str | Path, progress: bool =
     instances = aggregator_instances(val_c, _retrieve_all(pipe, val_c, progress), pipe.store, top_k)
     vcfg = copy.deepcopy(config.verifier)
     vcfg.mode, vcfg.aggregation, vcfg.nei_bias = "per_sentence", "rule", 0.0
+    vcfg.precision = "float32"  # the aggregator is part of the trained artifact: never fitted at bf16
     verifier = NLIVerifier(vcfg, str(model_dir)).load()
     probs = verifier.score_sentences([claim for claim, _, _ in instances], [ev for _, ev, _ in instances])
     features = np.array(
@@ -439,7 +440,9 @@ def train_from_fever(config: Config, out_dir: Path, progress: bool = True) -> di
     result = train_verifier(
         train_ex, val_ex, train_config, base, out_dir, progress=progress, soft_targets=targets
     )
-    scorer_config = config.verifier.model_copy(update={"model": str(result.model_dir), "nei_bias": 0.0})
+    scorer_config = config.verifier.model_copy(
+        update={"model": str(result.model_dir), "nei_bias": 0.0, "precision": "float32"}
+    )
     scorer = NLIVerifier(scorer_config, str(result.model_dir)).load()
     calibration = calibrate_nei_bias(result.model_dir, val_ex, scorer.predict_pairs, scorer_config.top_k)
     aggregator = fit_claim_aggregator(config, result.model_dir, progress)

@@ -74,6 +74,22 @@ def resolve_device(device: str) -> str:
     return "cuda" if torch.cuda.is_available() else "cpu"
 
 
+def cpu_has_bf16(cpuinfo: str = "/proc/cpuinfo") -> bool | None:
+    """Whether this CPU has bfloat16 matrix instructions (AMX-BF16 or AVX512-BF16), from the
+    flags in ``cpuinfo``; None where they cannot be read (not Linux)."""
+    try:
+        text = Path(cpuinfo).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    flags = set()
+    for line in text.splitlines():
+        if line.startswith("flags"):
+            flags.update(line.partition(":")[2].split())
+    if not flags:
+        return None
+    return bool(flags & {"amx_bf16", "avx512_bf16"})
+
+
 class NLIVerifier:
     """Verdicts from an NLI sequence classifier.
 
@@ -167,6 +183,15 @@ class NLIVerifier:
             self._nei_bias = float(read_calibration(local).get("nei_bias", 0.0))
         self._aggregator = self._load_aggregator(local if local.is_dir() else None)
         self._device = resolve_device(self.config.device)
+        if self.config.precision == "bfloat16":
+            import torch
+
+            if self._device == "cpu" and cpu_has_bf16() is False:
+                logger.warning(
+                    "verifier.precision: bfloat16 on a CPU without bfloat16 instructions (AMX or "
+                    "AVX512-BF16) is slower than float32 there"
+                )
+            model = model.to(torch.bfloat16)
         self._model = model.to(self._device).eval()
         self._tokenizer = tokenizer
         limit = getattr(tokenizer, "model_max_length", None) or _NO_LIMIT
@@ -178,9 +203,10 @@ class NLIVerifier:
                 f"{self.model_path}; set it to at most {positions}"
             )
         logger.info(
-            "NLI verifier %s loaded on %s in %.1fs (labels %s, NEI bias %.2f, %s)",
+            "NLI verifier %s loaded on %s (%s) in %.1fs (labels %s, NEI bias %.2f, %s)",
             self.model_path,
             self._device,
+            self.config.precision,
             time.time() - started,
             {i: lab.value for i, lab in self._index_to_label.items()},
             self._nei_bias,

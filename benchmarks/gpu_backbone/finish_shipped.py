@@ -43,7 +43,9 @@ def main() -> None:
         raise SystemExit(f"{args.folder}: no model.safetensors (rebuild it with transport.py unpack-delta)")
     config = load_config(args.config, overrides=args.overrides)
     val = load_examples(args.val)
-    vcfg = config.verifier.model_copy(update={"model": str(args.folder), "nei_bias": 0.0})
+    vcfg = config.verifier.model_copy(
+        update={"model": str(args.folder), "nei_bias": 0.0, "precision": "float32"}
+    )
     scorer = NLIVerifier(vcfg, str(args.folder)).load()
     print("calibration", calibrate_nei_bias(args.folder, val, scorer.predict_pairs, vcfg.top_k), flush=True)
     if not args.no_aggregator:

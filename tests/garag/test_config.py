@@ -353,3 +353,22 @@ def test_mix_settings_name_a_second_verifier_and_leave_old_hashes_alone() -> Non
     ):
         with pytest.raises(ConfigError, match=message):
             load_config(overrides=overrides)
+
+
+def test_bfloat16_precision_names_other_runs_but_the_same_trained_verifier() -> None:
+    from garag.runs import run_config_hash
+    from pipeline.train_verifier import mix_verifier_config, verifier_artifact_dir
+
+    plain = load_config("configs/baseline.yaml")
+    half = load_config("configs/baseline.yaml", ["verifier.precision=bfloat16"])
+    # float32, the default, is left out of the hash: saved runs keep their names
+    assert "precision" not in plain.verifier.hash_dump()
+    assert half.verifier.hash_dump()["precision"] == "bfloat16"
+    # its verdicts differ a little, so its runs are other runs; the trained verifier is the same
+    assert run_config_hash(half, two_way=False) != run_config_hash(plain, two_way=False)
+    assert verifier_artifact_dir(half) == verifier_artifact_dir(plain)
+    # a mix's second verifier reads at the same precision
+    mixed = load_config("configs/baseline-mix.yaml", ["verifier.precision=bfloat16"])
+    assert mix_verifier_config(mixed).verifier.precision == "bfloat16"
+    with pytest.raises(ConfigError, match=r"^verifier\.precision: .*'float32'.*'bfloat16'"):
+        load_config(overrides=["verifier.precision=fp16"])

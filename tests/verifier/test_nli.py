@@ -243,3 +243,45 @@ def test_max_length_beyond_the_models_positions_is_refused(model_dir: Path) -> N
     huge = "word " * 20_000  # a 100 KB claim is cut to the model's positions, not a crash
     probs = fits.predict_pairs(["Oslo is a city."], [huge])
     assert probs.shape == (1, 3)
+
+
+def test_bfloat16_precision_gives_the_float32_verdicts_closely(
+    model_dir: Path, concat: NLIVerifier, make_evidence
+) -> None:
+    half = NLIVerifier(
+        VerifierConfig(mode="concat", max_length=64, batch_size=4, precision="bfloat16"), str(model_dir)
+    ).load()
+    assert next(half._model.parameters()).dtype is torch.bfloat16
+    assert next(concat._model.parameters()).dtype is torch.float32
+    claims = ["Madrid is famous.", "Oslo is famous.", "Lima is famous."]
+    evidence = [
+        [make_evidence("Yes_Page", 3, "Madrid", S)],
+        [make_evidence("No_Page", 2, "Oslo", R)],
+        [make_evidence("History", 0, "Lima", N)],
+    ]
+    full, bf = concat.verify_batch(claims, evidence), half.verify_batch(claims, evidence)
+    assert [v.label for v in bf] == [v.label for v in full] == [S, R, N]
+    for a, b in zip(full, bf, strict=True):
+        assert b.scores == pytest.approx(a.scores, abs=0.05)  # bfloat16 keeps 8 bits of mantissa
+        assert sum(b.scores.values()) == pytest.approx(1.0, abs=1e-6)  # the softmax runs in float32
+    # the precision is the setting's, not the checkpoint's: the float32 files are untouched
+    again = NLIVerifier(VerifierConfig(mode="concat", max_length=64), str(model_dir)).load()
+    assert [v.scores for v in again.verify_batch(claims, evidence)] == [v.scores for v in full]
+
+
+def test_cpu_has_bf16_reads_the_flags(tmp_path: Path) -> None:
+    from verifier.nli import cpu_has_bf16
+
+    amx = tmp_path / "amx"
+    amx.write_text("processor\t: 0\nflags\t\t: fpu sse avx2 avx512f amx_bf16 amx_tile\n\nprocessor\t: 1\n")
+    avx2 = tmp_path / "avx2"
+    avx2.write_text("processor\t: 0\nflags\t\t: fpu sse avx2 fma\n")
+    bf16 = tmp_path / "bf16"
+    bf16.write_text("flags : avx512f avx512_bf16\n")
+    no_flags = tmp_path / "arm"
+    no_flags.write_text("processor : 0\nFeatures : fp asimd\n")
+    assert cpu_has_bf16(str(amx)) is True
+    assert cpu_has_bf16(str(bf16)) is True
+    assert cpu_has_bf16(str(avx2)) is False
+    assert cpu_has_bf16(str(no_flags)) is None
+    assert cpu_has_bf16(str(tmp_path / "missing")) is None
