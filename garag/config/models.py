@@ -43,10 +43,11 @@ class VerifierConfig(Section):
         batch_size: pairs per forward pass.
         device: "auto", "cpu" or "cuda".
         precision: the weights and arithmetic at inference: "float32" (the default) or "bfloat16",
-            about twice as fast on CPUs with bfloat16 instructions (AMX or AVX512-BF16: 1.9x for
-            all-mpnet-base-v2, 1.5x for MiniLM-L6 on 2 cores here) and on GPUs, at a small cost in
-            precision (benchmarks/results/verifier_precision.md).  Training, and the calibration and
-            aggregator fitted with it, always run in float32.
+            2-2.7x as fast on CPUs with bfloat16 instructions (AMX or AVX512-BF16; 2 cores here:
+            MiniLM-L6 2.1x, all-mpnet-base-v2 2.5x, joint verifiers at 320 tokens 2.6-2.7x) at a
+            small cost in precision (probabilities within 0.022; benchmarks/results/verifier_precision.md);
+            slower than float32 on CPUs without them.  Training, and the calibration and aggregator
+            fitted with it, always run in float32.
         two_way_threshold: for 2-way datasets (HoVer: SUPPORTED / NOT_SUPPORTED): call a claim
             SUPPORTS when its SUPPORTS score reaches this (else the likelier of REFUTES and NEI);
             None = the 3-way argmax.  Pick it on the tune part.
