@@ -199,7 +199,14 @@ class _Trainer:
         return self.torch.tensor(ids, dtype=self.torch.long, device=self.device)
 
     def _loss(self, chosen: Sequence[int], batch: Sequence[TrainExample]) -> Any:
-        """The batch loss: cross-entropy, or `verifier.distill.distillation_loss` with soft targets."""
+        """The batch loss: cross-entropy, or `verifier.distill.distillation_loss` with soft targets;
+        the forward pass under bfloat16 autocast with ``train.precision: bfloat16``."""
+        torch = self.torch
+        half = self.config.precision == "bfloat16"
+        with torch.autocast(device_type=self.device, dtype=torch.bfloat16, enabled=half):
+            return self._forward_loss(chosen, batch)
+
+    def _forward_loss(self, chosen: Sequence[int], batch: Sequence[TrainExample]) -> Any:
         labels = self._labels(batch)
         if self.soft_targets is None:
             return self.model(**self._encode(batch), labels=labels).loss

@@ -372,3 +372,15 @@ def test_bfloat16_precision_names_other_runs_but_the_same_trained_verifier() -> 
     assert mix_verifier_config(mixed).verifier.precision == "bfloat16"
     with pytest.raises(ConfigError, match=r"^verifier\.precision: .*'float32'.*'bfloat16'"):
         load_config(overrides=["verifier.precision=fp16"])
+
+
+def test_bfloat16_training_is_another_recipe() -> None:
+    from pipeline.train_verifier import verifier_artifact_dir
+
+    plain = load_config("configs/baseline.yaml")
+    # float32 is left out of the hash: the verifiers trained before keep their names
+    assert "precision" not in plain.train.hash_dump()
+    half = load_config("configs/baseline.yaml", ["train.precision=bfloat16"])
+    assert verifier_artifact_dir(half) != verifier_artifact_dir(plain)
+    with pytest.raises(ConfigError, match=r"^train\.precision: must be one of 'float32' or 'bfloat16'"):
+        load_config(overrides=["train.precision=half"])

@@ -225,3 +225,17 @@ def test_training_killed_twice_resumes_to_the_uninterrupted_model(
     assert ours.keys() == theirs.keys()
     for name in ours:
         torch.testing.assert_close(ours[name], theirs[name], atol=1e-5, rtol=0)
+
+
+def test_bfloat16_training_learns_the_toy_task_and_saves_float32(
+    tiny_base: Path, tmp_path: Path, toy_data, toy_config, trained: tuple[TrainResult, Path]
+) -> None:
+    train, val = toy_data
+    result = train_verifier(
+        train, val, toy_config(precision="bfloat16"), str(tiny_base), tmp_path, progress=False
+    )
+    assert result.steps == 32 and result.best_val["accuracy"] == 1.0
+    half, full = _weights(result.model_dir), _weights(trained[0].model_dir)
+    assert {t.dtype for t in half.values() if t.is_floating_point()} == {torch.float32}
+    # the same seed and data, another arithmetic: other weights (the autocast really ran)
+    assert any(not torch.equal(half[k], full[k]) for k in full)
