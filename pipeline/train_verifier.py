@@ -376,6 +376,17 @@ def _digest(examples: Sequence[TrainExample]) -> str:
     return digest.hexdigest()
 
 
+def calibrate_trained(config: Config, model_dir: Path, val: Sequence[TrainExample]) -> dict:
+    """The NEI calibration of a trained model (``verifier.calibration.calibrate_nei_bias``), scored
+    with the config's verifier settings at NEI bias 0 and float32: the calibration is part of the
+    trained artifact, so ``verifier.precision`` never reaches it."""
+    vcfg = config.verifier.model_copy(
+        update={"model": str(model_dir), "nei_bias": 0.0, "precision": "float32"}
+    )
+    scorer = NLIVerifier(vcfg, str(model_dir)).load()
+    return calibrate_nei_bias(model_dir, val, scorer.predict_pairs, vcfg.top_k)
+
+
 def fit_claim_aggregator(config: Config, model_dir: str | Path, progress: bool = True) -> dict:
     """Fit a trained verifier's claim-level aggregator on its validation claims; store it beside the model.
 
@@ -440,11 +451,7 @@ def train_from_fever(config: Config, out_dir: Path, progress: bool = True) -> di
     result = train_verifier(
         train_ex, val_ex, train_config, base, out_dir, progress=progress, soft_targets=targets
     )
-    scorer_config = config.verifier.model_copy(
-        update={"model": str(result.model_dir), "nei_bias": 0.0, "precision": "float32"}
-    )
-    scorer = NLIVerifier(scorer_config, str(result.model_dir)).load()
-    calibration = calibrate_nei_bias(result.model_dir, val_ex, scorer.predict_pairs, scorer_config.top_k)
+    calibration = calibrate_trained(config, result.model_dir, val_ex)
     aggregator = fit_claim_aggregator(config, result.model_dir, progress)
     meta = {
         "kind": "verifier",

@@ -26,9 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from examples_io import load_examples  # noqa: E402
 
 from garag.config import load_config  # noqa: E402
-from pipeline.train_verifier import fit_claim_aggregator  # noqa: E402
-from verifier.calibration import calibrate_nei_bias  # noqa: E402
-from verifier.nli import NLIVerifier  # noqa: E402
+from pipeline.train_verifier import calibrate_trained, fit_claim_aggregator  # noqa: E402
 
 
 def main() -> None:
@@ -43,11 +41,7 @@ def main() -> None:
         raise SystemExit(f"{args.folder}: no model.safetensors (rebuild it with transport.py unpack-delta)")
     config = load_config(args.config, overrides=args.overrides)
     val = load_examples(args.val)
-    vcfg = config.verifier.model_copy(
-        update={"model": str(args.folder), "nei_bias": 0.0, "precision": "float32"}
-    )
-    scorer = NLIVerifier(vcfg, str(args.folder)).load()
-    print("calibration", calibrate_nei_bias(args.folder, val, scorer.predict_pairs, vcfg.top_k), flush=True)
+    print("calibration", calibrate_trained(config, args.folder, val), flush=True)
     if not args.no_aggregator:
         print("aggregator", fit_claim_aggregator(config, args.folder, progress=False), flush=True)
 
