@@ -106,6 +106,7 @@ def run_settings(
         del train_settings["base_train"]  # added later: runs saved before it still resume
     for key in ("distill", "distill_weight", "distill_temperature"):  # likewise
         train_settings.pop(key)
+    _drop_default_precision(train_settings)
     distill = (
         {}
         if soft_targets_digest is None
@@ -130,8 +131,18 @@ def run_settings(
     }
 
 
+def _drop_default_precision(train_settings: dict) -> None:
+    """Leave ``precision`` out where it is float32, the default: runs saved before the setting
+    existed lack it, and runs saved while float32 was written still match."""
+    if train_settings.get("precision") == "float32":
+        del train_settings["precision"]
+
+
 def check_settings(found: dict, expected: dict, where: Path) -> None:
     """Raise ValueError naming the differing keys when a stored run's settings are not ``expected``."""
+    if isinstance(found.get("train"), dict):
+        found = {**found, "train": dict(found["train"])}
+        _drop_default_precision(found["train"])
     if found != expected:
         diff = sorted(k for k in set(found) | set(expected) if found.get(k) != expected.get(k))
         raise ValueError(

@@ -66,6 +66,31 @@ def test_finished_out_dir_returns_the_stored_result(
         train_verifier(train, val, toy_config(learning_rate=5e-4), str(tiny_base), out_dir, progress=False)
 
 
+def test_finished_out_dir_saved_before_train_precision_is_reused(
+    trained: tuple[TrainResult, Path], tiny_base: Path, tmp_path: Path, toy_data, toy_config
+) -> None:
+    """A verifier saved before ``train.precision`` existed (no key), or with float32 written out,
+    is the float32 training's; one saved at bfloat16 is not."""
+    import shutil
+
+    result, out_dir = trained
+    train, val = toy_data
+    for stored, reused in (("absent", True), ("float32", True), ("bfloat16", False)):
+        copy = tmp_path / stored
+        shutil.copytree(out_dir, copy)
+        done = json.loads((copy / "result.json").read_text())
+        done["settings"]["train"].pop("precision", None)
+        if stored != "absent":
+            done["settings"]["train"]["precision"] = stored
+        (copy / "result.json").write_text(json.dumps(done))
+        if reused:
+            again = train_verifier(train, val, toy_config(), str(tiny_base), copy, progress=False)
+            assert again.best_val == result.best_val and again.steps == result.steps
+        else:
+            with pytest.raises(ValueError, match="different settings"):
+                train_verifier(train, val, toy_config(), str(tiny_base), copy, progress=False)
+
+
 def test_resume_continues_from_the_checkpoint(
     trained: tuple[TrainResult, Path], tiny_base: Path, tmp_path: Path, toy_data, toy_config
 ) -> None:
