@@ -109,7 +109,10 @@ def _base_verifier_config(config: Config) -> Config:
 
 def _default_verifier_train(config: Config, settings: dict[str, object]) -> TrainConfig:
     """The train section of a default (per-sentence) verifier with ``settings`` (``train.base_train``,
-    ``verifier.mix_train``): the train pairs, corpus and seed stay ``config``'s."""
+    ``verifier.mix_train``): the train pairs, corpus and seed stay ``config``'s; every other field
+    (``precision`` too) is the default's unless ``settings`` names it, so the base verifier of a
+    bfloat16 joint training stays the shared float32 one unless ``train.base_train`` says
+    ``precision: bfloat16``."""
     return TrainConfig(
         train_pairs=config.train.train_pairs, corpus=config.train.corpus, seed=config.train.seed, **settings
     )

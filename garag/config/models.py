@@ -46,8 +46,9 @@ class VerifierConfig(Section):
             2-2.7x as fast on CPUs with bfloat16 instructions (AMX or AVX512-BF16; 2 cores here:
             MiniLM-L6 2.1x, all-mpnet-base-v2 2.5x, joint verifiers at 320 tokens 2.6-2.7x) at a
             small cost in precision (probabilities within 0.022; benchmarks/results/verifier_precision.md);
-            slower than float32 on CPUs without them.  Training, and the calibration and aggregator
-            fitted with it, always run in float32.
+            slower than float32 on CPUs without them.  It does not touch training (that is
+            ``train.precision``); the NEI calibration and claim aggregator fitted after training
+            always score in float32.
         two_way_threshold: for 2-way datasets (HoVer: SUPPORTED / NOT_SUPPORTED): call a claim
             SUPPORTS when its SUPPORTS score reaches this (else the likelier of REFUTES and NEI);
             None = the 3-way argmax.  Pick it on the tune part.
@@ -210,7 +211,8 @@ class TrainConfig(Section):
         precision: "float32" (the default) or "bfloat16": the forward pass under bfloat16
             autocast (the weights, their gradients and the optimizer stay float32; validation runs
             at float32).  About 1.5x faster steps for MiniLM-L6 on this CPU, which has AMX; another
-            recipe, so another verifier folder.
+            recipe, so another verifier folder.  The base verifier a joint recipe continues from
+            (``base_model: garag``) keeps float32 unless ``base_train`` sets ``precision`` too.
     """
 
     section: ClassVar[str] = "train"
