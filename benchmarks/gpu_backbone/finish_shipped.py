@@ -5,11 +5,14 @@ for a per-sentence verifier, the claim-level aggregator fitted on their retrieve
 trained on the device and rebuilt here gets both the same way, on these weights:
 
     python benchmarks/gpu_backbone/finish_shipped.py FOLDER --val DATA_DIR/default-val.jsonl.gz \\
-        --config configs/baseline.yaml --set paths.cache_dir=<cache>
+        --config configs/baseline-mpnet.yaml --set paths.cache_dir=<cache>
 
-(``--no-aggregator`` for a joint, concat-mode verifier, which has none.)  Then
-``--set verifier.model=FOLDER`` (or ``verifier.mix_model``) runs any config with it.  The
-aggregator retrieves the validation claims with the config's cache (about 9 minutes for
+``--config`` is a config the model will run with, since the calibration scores the validation
+examples with its ``verifier.top_k`` and ``max_length``: for a joint (concat-mode) verifier one of
+the joint configs (``configs/baseline-joint-mpnet.yaml``) and its stage-2 validation file.  The
+claim aggregator is fitted only where the config's verifier is per-sentence (a joint verifier has
+none).  Then ``--set verifier.model=FOLDER`` (or ``verifier.mix_model``) runs any config with it.
+The aggregator retrieves the validation claims with the config's cache (about 9 minutes for
 all-mpnet-base-v2 on 2 CPU cores).
 """
 
@@ -35,14 +38,18 @@ def main() -> None:
     ap.add_argument("--val", type=Path, required=True, help="dump_examples.py's validation file")
     ap.add_argument("--config", default="configs/baseline.yaml")
     ap.add_argument("--set", action="append", default=[], dest="overrides", metavar="KEY=VALUE")
-    ap.add_argument("--no-aggregator", action="store_true")
     args = ap.parse_args()
     if not (args.folder / "model.safetensors").is_file():
         raise SystemExit(f"{args.folder}: no model.safetensors (rebuild it with transport.py unpack-delta)")
-    config = load_config(args.config, overrides=args.overrides)
+    if not args.val.is_file():
+        raise SystemExit(f"{args.val}: no such validation file (dump_examples.py writes it)")
+    try:
+        config = load_config(args.config, overrides=args.overrides)
+    except (OSError, ValueError) as exc:
+        raise SystemExit(str(exc)) from None
     val = load_examples(args.val)
     print("calibration", calibrate_trained(config, args.folder, val), flush=True)
-    if not args.no_aggregator:
+    if config.verifier.mode == "per_sentence":
         print("aggregator", fit_claim_aggregator(config, args.folder, progress=False), flush=True)
 
 
