@@ -32,11 +32,16 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-from garag.artifacts import file_sha256  # noqa: E402  (stdlib only: runs on the bare device too)
+from garag.artifacts import file_sha256, write_file_atomic  # noqa: E402  (stdlib only: runs on the bare device too)
 
 _SCALE = ".__scale"
 _BASE = ".__base"  # the backbone tensor's name, as bytes
 _BASE_SHA = "garag_delta_base_sha256"  # the delta file's metadata: the backbone file it is a change from
+
+
+def _write_bytes(path: Path, data: bytes) -> None:
+    """``data`` into ``path`` through a temporary file and a rename: a killed run leaves no half chunk."""
+    write_file_atomic(path, lambda tmp: tmp.write_bytes(data))
 
 
 def pack(src: Path, out: Path, chunk: int) -> None:
@@ -58,7 +63,7 @@ def pack(src: Path, out: Path, chunk: int) -> None:
     data = lzma.compress(raw.read_bytes(), preset=9)
     raw.unlink()
     for i in range(0, len(data), chunk):
-        (out / f"model-int8.xz.{i // chunk:03d}").write_bytes(data[i : i + chunk])
+        _write_bytes(out / f"model-int8.xz.{i // chunk:03d}", data[i : i + chunk])
     print(f"{len(data)} bytes in {-(-len(data) // chunk)} chunks; sha256 {hashlib.sha256(data).hexdigest()}")
 
 
@@ -79,7 +84,7 @@ def unpack(chunks: list[Path], configs: Path, out: Path) -> None:
     for f in configs.iterdir():
         if f.name not in ("model.safetensors", "desktop.ini"):
             (shutil.copytree if f.is_dir() else shutil.copy)(f, out / f.name)
-    save_file(weights, out / "model.safetensors")
+    write_file_atomic(out / "model.safetensors", lambda tmp: save_file(weights, tmp))
     print(f"rebuilt {len(weights)} tensors in {out}")
 
 
@@ -135,7 +140,7 @@ def pack_delta(
     paths = []
     for i in range(0, len(data), chunk):
         paths.append(out / f"{prefix}.{i // chunk:03d}")
-        paths[-1].write_bytes(data[i : i + chunk])
+        _write_bytes(paths[-1], data[i : i + chunk])
     print(f"{len(data)} bytes in {len(paths)} chunks; sha256 {hashlib.sha256(data).hexdigest()}")
     return paths
 
@@ -166,7 +171,8 @@ def unpack_delta(
     for f in configs.iterdir():
         if f.name != "model.safetensors" and f.is_file():
             shutil.copy(f, out / f.name)
-    save_file(weights, out / "model.safetensors", metadata={"format": "pt"})
+    meta = {"format": "pt"}
+    write_file_atomic(out / "model.safetensors", lambda tmp: save_file(weights, tmp, metadata=meta))
     print(f"rebuilt {len(weights)} tensors in {out}")
 
 

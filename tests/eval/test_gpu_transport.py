@@ -83,3 +83,26 @@ def test_a_change_is_refused_against_another_backbone(tmp_path):
     assert not (tmp_path / "out").exists()
     with pytest.raises(SystemExit, match="do not join into a delta file"):
         transport.unpack_delta(chunks[1:], tmp_path / "base", tmp_path / "tuned", tmp_path / "out")
+
+
+def test_a_delta_without_its_backbone_sha_needs_unchecked_base(tmp_path):
+    """A delta packed before transport.py recorded the backbone's sha256 is refused in one line;
+    ``unchecked_base`` rebuilds it on the given backbone, and no temporary file is left behind."""
+    import pytest
+    from safetensors.torch import load_file, save_file
+
+    base, tuned, _ = _models()
+    for name, weights in (("base", base), ("tuned", tuned)):
+        (tmp_path / name).mkdir()
+        save_file(weights, tmp_path / name / "model.safetensors")
+    (tmp_path / "ship").mkdir()
+    old = tmp_path / "ship" / "delta-int8.000"
+    old.write_bytes(save(transport.pack_delta_state(base, tuned)))  # no metadata: the old format
+    with pytest.raises(SystemExit, match="names no backbone sha256.*--unchecked-base"):
+        transport.unpack_delta([old], tmp_path / "base", tmp_path / "tuned", tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+    dirs = (tmp_path / "base", tmp_path / "tuned", tmp_path / "out")
+    transport.unpack_delta([old], *dirs, unchecked_base=True)
+    rebuilt = load_file(tmp_path / "out" / "model.safetensors")
+    assert (rebuilt["mpnet.encoder.w"] - tuned["mpnet.encoder.w"]).abs().max() < 1e-3
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["model.safetensors"]
