@@ -101,12 +101,9 @@ def run_settings(
     soft_targets_digest: str | None = None,
 ) -> dict:
     """Everything that must match for a run to be resumed (or its result reused)."""
-    train_settings = config.model_dump()
-    if not train_settings["base_train"]:
-        del train_settings["base_train"]  # added later: runs saved before it still resume
-    for key in ("distill", "distill_weight", "distill_temperature"):  # likewise
-        train_settings.pop(key)
-    _drop_default_precision(train_settings)
+    # as the verifier folder's hash reads them: keys added later are left out at their default
+    # (runs saved before them still resume), the teacher's settings go in ``distill`` below
+    train_settings = config.hash_dump()
     distill = (
         {}
         if soft_targets_digest is None
@@ -131,18 +128,12 @@ def run_settings(
     }
 
 
-def _drop_default_precision(train_settings: dict) -> None:
-    """Leave ``precision`` out where it is float32, the default: runs saved before the setting
-    existed lack it, and runs saved while float32 was written still match."""
-    if train_settings.get("precision") == "float32":
-        del train_settings["precision"]
-
-
 def check_settings(found: dict, expected: dict, where: Path) -> None:
-    """Raise ValueError naming the differing keys when a stored run's settings are not ``expected``."""
+    """Raise ValueError naming the differing keys when a stored run's settings are not ``expected``
+    (:func:`run_settings`); the stored ``train`` is read as :func:`run_settings` writes it now, so a
+    key added later and stored at its default (``precision: float32``) still matches."""
     if isinstance(found.get("train"), dict):
-        found = {**found, "train": dict(found["train"])}
-        _drop_default_precision(found["train"])
+        found = {**found, "train": TrainConfig.hashed_fields(found["train"])}
     if found != expected:
         diff = sorted(k for k in set(found) | set(expected) if found.get(k) != expected.get(k))
         raise ValueError(

@@ -63,11 +63,15 @@ class Section(BaseModel):
     def hash_dump(self) -> dict:
         """``model_dump()`` for hashing: :attr:`HASH_OPTIONAL` keys at their default and
         :attr:`NOT_HASHED` keys are left out."""
-        dump = self.model_dump()
+        return self.hashed_fields(self.model_dump())
+
+    @classmethod
+    def hashed_fields(cls, dump: dict) -> dict:
+        """:meth:`hash_dump` of a stored ``model_dump()`` (one written before a key existed, too)."""
         return {
             k: v
             for k, v in dump.items()
-            if k not in self.NOT_HASHED and (k not in self.HASH_OPTIONAL or v != self.HASH_OPTIONAL[k])
+            if k not in cls.NOT_HASHED and (k not in cls.HASH_OPTIONAL or v != cls.HASH_OPTIONAL[k])
         }
 
     def __init__(self, /, **data: Any) -> None:
