@@ -9,7 +9,7 @@ Examples:
 
 import sys
 
-from garag.app.cli import main
+from app.cli import main
 
 if __name__ == "__main__":
     sys.exit(main())

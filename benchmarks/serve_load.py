@@ -136,7 +136,7 @@ def main(argv: list[str] | None = None) -> int:
 
     port = free_port()
     url = f"http://127.0.0.1:{port}"
-    cmd = [sys.executable, "-m", "garag.app.cli", "serve", "--host", "127.0.0.1", "--port", str(port),
+    cmd = [sys.executable, "-m", "app.cli", "serve", "--host", "127.0.0.1", "--port", str(port),
            "--configs", *args.configs, "--micro-batch", str(args.micro_batch), "--max-batch", "64",
            *sum((["--set", o] for o in overrides), [])]  # fmt: skip
     log = open(Path(tempfile.gettempdir()) / f"garag-serve-load-{port}.log", "w", encoding="utf-8")  # noqa: SIM115

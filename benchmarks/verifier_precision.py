@@ -36,8 +36,8 @@ sys.path.insert(0, str(ROOT))
 from garag.artifacts import write_json_atomic, write_text_atomic  # noqa: E402
 from garag.config import load_config  # noqa: E402
 from pipeline.retrieval import RetrievalPipeline  # noqa: E402
-from pipeline.train_verifier import ensure_verifier  # noqa: E402
 from pipeline.verification import hits_to_evidence  # noqa: E402
+from training.verifier import ensure_verifier  # noqa: E402
 from verifier.inputs import build_premise  # noqa: E402
 from verifier.nli import NLIVerifier, cpu_has_bf16  # noqa: E402
 

@@ -32,13 +32,14 @@ import yaml
 from tqdm import tqdm
 
 from eval.run_env import environment, file_sha256, tree_hashes
+from eval.run_hash import run_config_hash
 from eval.verification_eval import RETRIEVED_KEPT, result_record, validate_claims
 from garag.artifacts import write_json_atomic, write_text_atomic
 from garag.config import Config, load_config
 from garag.datasets import Dataset, dataset_from_config
 from garag.errors import ErrorPolicy
 from garag.jsonl import ResumableJsonl
-from garag.runs import check_identity, output_dir, run_config_hash, run_lock, set_aside
+from garag.runs import check_identity, output_dir, run_lock, set_aside
 from garag.types import Claim, Evidence
 from pipeline.retrieval import corpus_fingerprint
 

@@ -28,6 +28,7 @@ from eval.fever_score import (
 from eval.garag_metrics import garag_metrics
 from eval.retrieval_metrics import retrieval_breakdown
 from eval.run_env import tree_hashes
+from eval.run_hash import run_config_hash
 from eval.significance import bootstrap_macro_f1
 from garag.artifacts import settings_hash, write_json_atomic, write_text_atomic
 from garag.claims import is_claim_id, is_line_number
@@ -35,7 +36,7 @@ from garag.config import Config
 from garag.datasets import Dataset, dataset_from_config
 from garag.errors import ErrorPolicy, InputError
 from garag.jsonl import ResumableJsonl, read_records
-from garag.runs import check_identity, claims_fingerprint, output_dir, run_config_hash, run_lock
+from garag.runs import check_identity, claims_fingerprint, output_dir, run_lock
 from garag.types import Claim, SentenceId
 from pipeline.retrieval import corpus_fingerprint
 from pipeline.verification import ClaimResult, VerificationPipeline, predicted_evidence

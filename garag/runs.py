@@ -12,8 +12,6 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-from garag.artifacts import settings_hash
-from garag.config import Config
 from garag.types import Claim
 
 logger = logging.getLogger(__name__)
@@ -23,25 +21,6 @@ LOCK_FILE = ".garag.lock"
 
 class RunBusyError(ValueError):
     """Another process holds the run directory's lock."""
-
-
-def run_config_hash(config: Config, *, two_way: bool) -> str:
-    """The settings hash that names a prediction run (``evaluate``, ``compare``).
-
-    ``eval`` and ``paths`` never count.  Nor, on 3-way data (``two_way`` False: FEVER), do the
-    settings that act on 2-way labels only (``verifier.two_way_threshold``, ``verifier.llm_judge_parts``
-    and ``verifier.entity_check: two_way``, ``verifier.llm_judge: two_way``): tuning them on HoVer leaves
-    saved FEVER predictions valid.
-    """
-    if not two_way:
-        verifier = config.verifier
-        update: dict = {"two_way_threshold": None}
-        for switch in ("entity_check", "llm_judge"):
-            if getattr(verifier, switch) == "two_way":
-                update[switch] = "never"
-        update["llm_judge_parts"] = 0.0  # parts mode acts on 2-way verdicts only
-        config = config.model_copy(update={"verifier": verifier.replace(**update)})
-    return settings_hash(config.hash_dict() | {"eval": None, "paths": None})
 
 
 def claims_fingerprint(claims: Sequence[Claim]) -> str:

@@ -22,7 +22,6 @@ from garag.store import SentenceStore
 from garag.types import Claim, Evidence, Hit, Label, SentenceId, Verdict
 from pipeline.graph_stage import GraphRanking, GraphStage, cosine_similarity_fn, make_decomposer
 from pipeline.retrieval import RetrievalPipeline, RetrievalResult
-from pipeline.train_verifier import ensure_verifier, mix_verifier_config
 from verifier.base import Verifier
 
 if TYPE_CHECKING:
@@ -111,7 +110,14 @@ class VerificationPipeline:
         return self.retrieval.store
 
     def build(self, force: bool = False) -> VerificationPipeline:
+        """Build (or load) the indexes and load the trained verifier; nothing is trained here.
+
+        Raises:
+            verifier.trained.VerifierNotTrainedError: the verifier is not trained yet
+                (``garag train-verifier``, or :func:`training.verifier.ensure_verifiers`).
+        """
         from verifier.nli import NLIVerifier
+        from verifier.trained import mix_verifier_config, trained_verifier_path
 
         cfg = self.config
         if cfg.verifier.llm_judge_parts > 0 and cfg.llm.backend != "llama_cpp":  # before any training
@@ -120,13 +126,13 @@ class VerificationPipeline:
                 f"{cfg.llm.backend} does not give; use llm.backend llama_cpp or llm_judge_parts 0"
             )
         self.retrieval.build(force=force)
-        self.model_path = str(ensure_verifier(cfg, progress=self.progress))
+        self.model_path = trained_verifier_path(cfg)
         nli = NLIVerifier(cfg.verifier, self.model_path).load()
         if cfg.verifier.mix_weight > 0:
             from verifier.mixed import MixedVerifier
 
             second = mix_verifier_config(cfg)
-            self.mix_model_path = str(ensure_verifier(second, progress=self.progress))
+            self.mix_model_path = trained_verifier_path(second)
             nli = MixedVerifier(
                 nli, NLIVerifier(second.verifier, self.mix_model_path).load(), cfg.verifier.mix_weight
             )

@@ -1,4 +1,9 @@
-"""Import layers: ``garag.app -> eval -> pipeline -> {retrievers, verifier} -> garag core``, no cycles.
+"""Import layers: ``app -> {eval, training} -> pipeline -> {retrievers, verifier} -> garag core``.
+
+``prompts`` is data that the stages read; the core never reads it.  The package
+``garag`` itself (its ``__init__``) is the public facade: ``garag.load`` reaches
+the Python API in ``app.api`` lazily, so it counts as the app layer, while every
+``garag.*`` submodule is the core.  No cycles.
 
 The rules are checked on the real source tree by walking every module's AST
 (function-level imports included), and the checker itself is shown to catch a
@@ -14,23 +19,25 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("garag", "pipeline", "retrievers", "verifier", "eval", "prompts")
+PACKAGES = ("garag", "pipeline", "retrievers", "verifier", "training", "eval", "prompts", "app")
 
 # layer -> layers it must never import
 FORBIDDEN = {
-    "core": {"app", "eval", "pipeline", "retrievers", "verifier"},
-    "prompts": {"app", "eval", "pipeline", "retrievers", "verifier"},
-    "retrievers": {"app", "eval", "pipeline", "verifier"},
-    "verifier": {"app", "eval", "pipeline", "retrievers"},
-    "pipeline": {"app", "eval"},
-    "eval": {"app"},
+    "core": {"app", "eval", "training", "pipeline", "retrievers", "verifier", "prompts"},
+    "prompts": {"app", "eval", "training", "pipeline", "retrievers", "verifier"},
+    "retrievers": {"app", "eval", "training", "pipeline", "verifier"},
+    "verifier": {"app", "eval", "training", "pipeline", "retrievers"},
+    "pipeline": {"app", "eval", "training"},
+    "training": {"app", "eval"},
+    "eval": {"app", "training"},
     "app": set(),
 }
 
 
 def layer(module: str) -> str:
-    """The layer of a dotted module name: garag.app is the application, the rest of garag the core."""
-    if module == "garag.app" or module.startswith("garag.app."):
+    """The layer of a dotted module name: ``app`` and the ``garag`` facade are the application, the
+    rest of ``garag`` the core, every other package its own layer."""
+    if module == "garag":
         return "app"
     top = module.split(".")[0]
     return "core" if top == "garag" else top
@@ -121,10 +128,19 @@ def graph() -> dict[str, set[str]]:
 
 
 def test_the_tree_has_the_modules_the_rules_talk_about(graph: dict[str, set[str]]) -> None:
-    for name in ("garag.config", "garag.app.cli", "eval.compare", "pipeline.retrieval", "verifier.nli"):
+    for name in (
+        "garag",
+        "garag.config",
+        "app.cli",
+        "app.api",
+        "eval.compare",
+        "training.verifier",
+        "pipeline.retrieval",
+        "verifier.nli",
+    ):
         assert name in graph
-    assert "eval.compare" in graph["garag.app.commands"] or any(
-        t.startswith("eval.") for t in graph["garag.app.commands"]
+    assert "eval.compare" in graph["app.commands"] or any(
+        t.startswith("eval.") for t in graph["app.commands"]
     )
 
 
@@ -139,7 +155,9 @@ def test_no_import_cycles(graph: dict[str, set[str]]) -> None:
 def test_only_the_entry_point_imports_the_app(graph: dict[str, set[str]]) -> None:
     importers = sorted(a for a, bs in graph.items() for b in bs if layer(b) == "app" and layer(a) != "app")
     assert importers == []
-    assert "from garag.app.cli import main" in (ROOT / "run_pipeline.py").read_text(encoding="utf-8")
+    # the facade reaches the API and nothing else above the core
+    assert graph["garag"] == {"app.api"}
+    assert "from app.cli import main" in (ROOT / "run_pipeline.py").read_text(encoding="utf-8")
 
 
 def _tree(tmp_path: Path, files: dict[str, str]) -> Path:
@@ -162,15 +180,31 @@ def test_the_checker_catches_an_upward_import_and_a_cycle(tmp_path: Path) -> Non
             "retrievers/__init__.py": "",
             "retrievers/bm25.py": "from verifier import nli\n",
             "verifier/__init__.py": "",
-            "verifier/nli.py": "from garag.app.cli import main\n",
-            "garag/app/__init__.py": "",
-            "garag/app/cli.py": "import json\n",
+            "verifier/nli.py": "from app.cli import main\n",
+            "app/__init__.py": "",
+            "app/cli.py": "import json\n",
         },
     )
-    g = import_graph(root, ("garag", "pipeline", "retrievers", "verifier"))
+    g = import_graph(root, ("garag", "pipeline", "retrievers", "verifier", "app"))
     assert upward_imports(g) == [
         "garag.store -> pipeline.retrieval",
         "retrievers.bm25 -> verifier.nli",
-        "verifier.nli -> garag.app.cli",
+        "verifier.nli -> app.cli",
     ]
     assert cycles(g) == [["pipeline.graph_stage", "pipeline.retrieval"]]
+
+
+def test_importing_the_core_loads_nothing_above_it() -> None:
+    """``garag.load`` is lazy: importing a core module (which runs ``garag/__init__``) imports no
+    stage and no app module."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, garag.store, garag.config; "
+        "loaded = sorted({m.split('.')[0] for m in sys.modules} & "
+        "{'app', 'eval', 'training', 'pipeline', 'retrievers', 'verifier', 'prompts'}); "
+        "print(','.join(loaded))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == ""

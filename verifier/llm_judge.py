@@ -21,8 +21,8 @@ asked again on its own.  Replies are cached like every LLM stage's (``llm/respon
 rerun asks nothing again, except where a call still timed out or failed: those are not cached, and
 a rerun asks again (and may decide otherwise).
 
-Run hashes carry the judge prompt's sha256 and ``garag.config.models.LLM_JUDGE_VERSION`` whenever the
-judge is on: raise it with any change here that decides other verdicts from the same replies.
+Run hashes carry the judge prompt's sha256 and :data:`LLM_JUDGE_VERSION` (:func:`judge_hash_fields`)
+whenever the judge is on: raise it with any change here that decides other verdicts from the same replies.
 """
 
 from __future__ import annotations
@@ -38,6 +38,9 @@ from garag.types import Evidence, Label, Verdict
 from prompts import PromptFile, load_prompt
 
 logger = logging.getLogger(__name__)
+# How this module reads replies and what it withholds, in run hashes whenever the judge is on (with its
+# prompt's sha256).  Raise it when the judge decides other verdicts from the same replies.
+LLM_JUDGE_VERSION = "llm-judge-v1"
 ANSWERS = {"yes": True, "no": False}
 _FIRST_WORD = re.compile(r"[A-Za-z]+")
 # "Yes" / "No" and an end mark fit in 4 tokens; a longer reply is cut there and its first word read.
@@ -49,6 +52,15 @@ PART_NO = 'LLM judge: asked about each part of the claim, the model gave "{part}
 WHOLE_NO = (
     "LLM judge: asked if the sentences read support all of the claim, the model gave P(Yes) {p:.2f} < 0.5."
 )
+
+
+def judge_hash_fields(llm_judge: str) -> dict[str, str]:
+    """What a run hash adds to the verifier section for ``verifier.llm_judge`` (nothing when off): the
+    prompt's sha256 and :data:`LLM_JUDGE_VERSION`, so saved predictions are not resumed under another
+    prompt or reading."""
+    if llm_judge == "never":
+        return {}
+    return {"llm_judge_prompt": load_prompt("judge").sha256, "llm_judge_version": LLM_JUDGE_VERSION}
 
 
 def withheld(explanation: str) -> bool:

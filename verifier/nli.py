@@ -11,7 +11,7 @@ Two modes (``verifier.mode``):
   ``verifier.aggregation``.
 
 Any 3-way NLI or FEVER checkpoint works (a hub id or a local directory, e.g.
-the classifier trained by :func:`verifier.train.train_verifier`); its output
+the classifier trained by :func:`training.train.train_verifier`); its output
 indices are mapped to verdicts by :func:`resolve_label_map`.
 
 NEI bias: verdict probabilities get ``verifier.nei_bias`` added to the NEI

@@ -80,6 +80,6 @@ def install() -> None:
 
 if __name__ == "__main__":
     install()
-    from garag.app.cli import main
+    from app.cli import main
 
     sys.exit(main(sys.argv[1:]))

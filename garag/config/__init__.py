@@ -23,6 +23,7 @@ from garag.config.loader import (
     load_config_with_sources,
     render_config,
     validate_config,
+    with_overrides,
 )
 from garag.config.models import LLMConfig, TrainConfig, VerifierConfig
 from garag.config.retrieval import (
@@ -65,4 +66,5 @@ __all__ = [
     "load_config_with_sources",
     "render_config",
     "validate_config",
+    "with_overrides",
 ]

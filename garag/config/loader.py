@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -177,3 +178,13 @@ def render_config(config: Config, sources: dict[str, str] | None = None) -> str:
             source = sources.get(dotted) or sources.get(section) or DEFAULT_SOURCE
             lines.append(f"  {key}: {_flow(value)}  # {source}")
     return "\n".join(lines) + "\n"
+
+
+def with_overrides(config: Config, overrides: Sequence[str]) -> Config:
+    """``config`` with ``key.path=value`` overrides applied (as ``--set`` does), validated again."""
+    if not overrides:
+        return config
+    data = config.to_dict()
+    for o in overrides:
+        _apply_override(data, o, {})
+    return validate_config(data)

@@ -12,9 +12,6 @@ FEVER_LABELS = ("SUPPORTS", "REFUTES", "NOT ENOUGH INFO")
 # The rules of verifier/entity_check.py, in run hashes whenever the check is on: predictions saved
 # under other rules are not resumed.  Raise it when the check withholds other verdicts.
 ENTITY_CHECK_VERSION = "entity-check-v4"
-# How verifier/llm_judge.py reads replies and what it withholds, in run hashes whenever the judge is
-# on (with its prompt's sha256).  Raise it when the judge decides other verdicts from the same replies.
-LLM_JUDGE_VERSION = "llm-judge-v1"
 
 
 class VerifierConfig(Section):
@@ -108,16 +105,11 @@ class VerifierConfig(Section):
     llm_judge_parts: Float = Field(0.0, ge=0, lt=1)
 
     def hash_dump(self) -> dict:
-        """:meth:`Section.hash_dump` with the entity check's rules when the check is on, and the
-        judge prompt's sha256 when the LLM judge is."""
+        """:meth:`Section.hash_dump` with the entity check's rules when the check is on.  (The LLM
+        judge's prompt and version join run hashes in ``eval.run_hash``, next to the judge.)"""
         dump = super().hash_dump()
         if self.entity_check != "never":
             dump["entity_check_version"] = ENTITY_CHECK_VERSION
-        if self.llm_judge != "never":
-            from prompts import load_prompt  # the prompt files ship with garag; yaml only
-
-            dump["llm_judge_prompt"] = load_prompt("judge").sha256
-            dump["llm_judge_version"] = LLM_JUDGE_VERSION
         return dump
 
     @field_validator("entity_check", "llm_judge", mode="before")
@@ -170,7 +162,7 @@ class TrainConfig(Section):
 
     Attributes:
         base_model: "minilm" (offline all-MiniLM-L6-v2), "mpnet" (all-mpnet-base-v2 from its five
-            PyPI parts, verifier/backbones.py), a hub id or a local path (e.g. DeBERTa-v3), or
+            PyPI parts, training/backbones.py), a hub id or a local path (e.g. DeBERTa-v3), or
             "garag": continue from garag's default verifier (trained first when absent), which
             is how the joint-evidence verifier is made (configs/*-joint.yaml).
         base_train: with base_model "garag", settings that garag's default verifier is trained
@@ -197,11 +189,11 @@ class TrainConfig(Section):
         max_claims: use at most this many train claims (0 = all 8,852), for quick runs.
         compositional: synthetic compositional examples per train claim (0 = none): 2-4 train
             claims joined into one, SUPPORTS only when every part is supported, with the parts'
-            evidence and retrieved distractors as the premise (pipeline/compositional.py).
+            evidence and retrieved distractors as the premise (training/compositional.py).
         bridge_share: share of compositional examples built as bridge chains (each part about a
             page the previous part mentions), as in HoVer.
         seed: random seed for splits, sampling and initialisation.
-        distill: a teacher file of soft targets (verifier/distill.py; "" = none): each example it
+        distill: a teacher file of soft targets (training/distill.py; "" = none): each example it
             scored is trained towards the teacher's probabilities as well as its label.  Hashed
             by its content, not its path.  "embedded": garag's own teacher (all-mpnet-base-v2,
             data/fever/teacher-mpnet.jsonl.gz) for the MiniLM per-sentence recipe it was made
@@ -248,7 +240,7 @@ class TrainConfig(Section):
         "base_train": {},
         "precision": "float32",
     }
-    # hashed by pipeline/train_verifier.py where a teacher applies: the file by its content, not its path
+    # hashed by training/verifier.py where a teacher applies: the file by its content, not its path
     NOT_HASHED: ClassVar[frozenset[str]] = frozenset({"distill", "distill_weight", "distill_temperature"})
 
     @field_validator("base_train")

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from app.cli import main
 from eval.compare import (
     compare,
     default_pipeline,
@@ -22,7 +23,6 @@ from eval.compare_metrics import label_correct, strict_correct
 from eval.fever_score import macro_f1
 from eval.figures import evidence_graph
 from eval.significance import mcnemar
-from garag.app.cli import main
 from garag.config import load_config
 from garag.types import Claim, Label
 from pipeline.verification import VerificationPipeline

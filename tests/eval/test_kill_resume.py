@@ -19,7 +19,7 @@ VOLATILE = ("seconds", "retriever_seconds")
 
 
 def _garag(*argv: str) -> subprocess.Popen:
-    code = "import sys\nfrom garag.app.cli import main\nsys.exit(main(sys.argv[1:]))"
+    code = "import sys\nfrom app.cli import main\nsys.exit(main(sys.argv[1:]))"
     cmd = [sys.executable, "-c", code, *argv]
     return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from garag.app.cli import main
+from app.cli import main
 
 MULTI = [  # claims of several clauses over the fixture pages
     {"id": 7, "verifiable": "VERIFIABLE", "label": "SUPPORTS",

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from garag.app.cli import main
+from app.cli import main
 
 pytestmark = pytest.mark.slow
 

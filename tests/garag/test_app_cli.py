@@ -1,4 +1,4 @@
-"""The command line (garag.app.cli.main) on config handling: one-line errors, `garag config`."""
+"""The command line (app.cli.main) on config handling: one-line errors, `garag config`."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from garag.app.cli import main
+from app.cli import main
 from garag.config import load_config
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"

@@ -49,7 +49,7 @@ def _flip_one_byte(path: Path) -> bytes:
 
 @pytest.mark.slow
 def test_a_flipped_byte_in_any_index_artifact_is_refused_until_rebuilt(tmp_path: Path, capsys) -> None:
-    from garag.app.cli import main
+    from app.cli import main
 
     fixtures = Path(__file__).resolve().parents[1] / "fixtures"
     settings = [

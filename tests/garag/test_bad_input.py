@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from garag.app.cli import main
+from app.cli import main
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 GOOD_CLAIM = {"id": 1, "verifiable": "VERIFIABLE", "label": "SUPPORTS", "claim": "The Beatles formed.",

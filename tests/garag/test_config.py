@@ -196,8 +196,8 @@ def test_artifact_settings_keep_their_plain_values() -> None:
 
 def test_keys_added_later_leave_old_hashes_alone() -> None:
     """New keys at their default drop out of the run and artifact hashes (what was built keeps its name)."""
-    from garag.runs import run_config_hash
-    from pipeline.train_verifier import verifier_artifact_dir
+    from eval.run_hash import run_config_hash
+    from verifier.trained import verifier_artifact_dir
 
     def run_hash(config, two_way: bool = False) -> str:  # noqa: ANN001 - as evaluate and compare name runs
         return run_config_hash(config, two_way=two_way)
@@ -264,7 +264,7 @@ def test_entity_check_reads_yaml_off_and_refuses_a_bare_true():
 
 
 def test_base_train_sets_the_default_verifier_that_a_joint_verifier_continues_from() -> None:
-    from pipeline.train_verifier import _base_verifier_config, verifier_artifact_dir
+    from verifier.trained import base_verifier_config, verifier_artifact_dir
 
     joint = load_config("configs/graph-joint.yaml")
     assert joint.train.base_train == {}
@@ -273,19 +273,19 @@ def test_base_train_sets_the_default_verifier_that_a_joint_verifier_continues_fr
     mp = load_config(
         "configs/graph-joint.yaml", ["train.base_train={base_model: mpnet, learning_rate: 5.0e-5}"]
     )
-    base = _base_verifier_config(mp).train
+    base = base_verifier_config(mp).train
     assert (base.base_model, base.learning_rate, base.epochs) == ("mpnet", 5e-5, 3)
     assert (base.train_pairs, base.corpus, base.seed) == (
         mp.train.train_pairs,
         mp.train.corpus,
         mp.train.seed,
     )
-    assert _base_verifier_config(joint).train == TrainConfig(seed=joint.train.seed)
+    assert base_verifier_config(joint).train == TrainConfig(seed=joint.train.seed)
     # another default verifier underneath: another joint verifier
     assert verifier_artifact_dir(mp).name != "verifier-f482df3bfd3dd676"
     # the mpnet joint configs continue from the very verifier that baseline-mpnet.yaml trains
     shipped = load_config("configs/graph-joint-mpnet.yaml")
-    assert verifier_artifact_dir(_base_verifier_config(shipped)) == verifier_artifact_dir(
+    assert verifier_artifact_dir(base_verifier_config(shipped)) == verifier_artifact_dir(
         load_config("configs/baseline-mpnet.yaml")
     )
     for value, message in (
@@ -313,8 +313,8 @@ def test_base_train_sets_the_default_verifier_that_a_joint_verifier_continues_fr
 
 
 def test_mix_settings_name_a_second_verifier_and_leave_old_hashes_alone() -> None:
-    from garag.runs import run_config_hash
-    from pipeline.train_verifier import mix_verifier_config, verifier_artifact_dir
+    from eval.run_hash import run_config_hash
+    from verifier.trained import mix_verifier_config, verifier_artifact_dir
 
     plain = load_config("configs/baseline.yaml")
     mixed = load_config(
@@ -356,8 +356,8 @@ def test_mix_settings_name_a_second_verifier_and_leave_old_hashes_alone() -> Non
 
 
 def test_bfloat16_precision_names_other_runs_but_the_same_trained_verifier() -> None:
-    from garag.runs import run_config_hash
-    from pipeline.train_verifier import mix_verifier_config, verifier_artifact_dir
+    from eval.run_hash import run_config_hash
+    from verifier.trained import mix_verifier_config, verifier_artifact_dir
 
     plain = load_config("configs/baseline.yaml")
     half = load_config("configs/baseline.yaml", ["verifier.precision=bfloat16"])
@@ -375,7 +375,7 @@ def test_bfloat16_precision_names_other_runs_but_the_same_trained_verifier() -> 
 
 
 def test_bfloat16_training_is_another_recipe() -> None:
-    from pipeline.train_verifier import verifier_artifact_dir
+    from verifier.trained import verifier_artifact_dir
 
     plain = load_config("configs/baseline.yaml")
     # float32 is left out of the hash: the verifiers trained before keep their names

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from eval.run_hash import run_config_hash
 from garag.config import load_config
-from garag.runs import changed_keys, check_identity, run_config_hash
+from garag.runs import changed_keys, check_identity
 
 
 def test_nested_keys_are_compared_one_by_one():

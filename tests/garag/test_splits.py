@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from garag.app.cli import main
+from app.cli import main
 from garag.datasets import get_dataset
 from garag.splits import SplitError, claim_groups, read_split, split_claims, write_split
 from garag.types import Claim, SentenceId

@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import pytest
 
+from eval.run_hash import run_config_hash
 from garag.config import load_config
 from garag.config.base import ConfigError
-from garag.config.models import LLM_JUDGE_VERSION
 from garag.llm.client import Structured
-from garag.runs import run_config_hash
 from garag.types import Evidence, Label, SentenceId, Verdict
 from pipeline.verification import decide
-from verifier.llm_judge import LLMJudge, answer, evidence_lines
+from verifier.llm_judge import LLM_JUDGE_VERSION, LLMJudge, answer, evidence_lines, judge_hash_fields
 
 EVIDENCE = [
     Evidence(SentenceId("Abbey_Road", 0), "Abbey Road is an album by the Beatles , released in 1969 .", 0.9),
@@ -148,13 +147,33 @@ def test_decide_runs_the_judge_on_three_way_data_when_always():
         decide([_verdict()], ["c"], [EVIDENCE], settings, None, two_way_data=False)
 
 
+def test_another_judge_prompt_names_another_run(monkeypatch):
+    import verifier.llm_judge as judge_module
+
+    judged = load_config("configs/baseline-joint.yaml", ["verifier.llm_judge=two_way"])
+    before = run_config_hash(judged, two_way=True)
+    real = judge_module.load_prompt
+
+    class _Edited:
+        sha256 = "0" * 64
+
+    monkeypatch.setattr(
+        judge_module, "load_prompt", lambda name: _Edited() if name == "judge" else real(name)
+    )
+    assert run_config_hash(judged, two_way=True) != before
+    assert run_config_hash(judged, two_way=False) == run_config_hash(
+        load_config("configs/baseline-joint.yaml"), two_way=False
+    )
+
+
 def test_the_judge_names_hover_runs_only_unless_always_and_its_prompt_is_in_the_hash():
     plain = load_config("configs/baseline-joint.yaml")
     judged = load_config("configs/baseline-joint.yaml", ["verifier.llm_judge=two_way"])
     assert run_config_hash(judged, two_way=False) == run_config_hash(plain, two_way=False)
     assert run_config_hash(judged, two_way=True) != run_config_hash(plain, two_way=True)
-    assert len(judged.verifier.hash_dump()["llm_judge_prompt"]) == 64
-    assert judged.verifier.hash_dump()["llm_judge_version"] == LLM_JUDGE_VERSION
+    fields = judge_hash_fields(judged.verifier.llm_judge)
+    assert len(fields["llm_judge_prompt"]) == 64 and fields["llm_judge_version"] == LLM_JUDGE_VERSION
+    assert judge_hash_fields(plain.verifier.llm_judge) == {}
     assert not {"llm_judge", "llm_judge_prompt"} & plain.verifier.hash_dump().keys()
     always = load_config("configs/baseline-joint.yaml", ["verifier.llm_judge=always"])
     assert run_config_hash(always, two_way=False) != run_config_hash(plain, two_way=False)  # FEVER too

@@ -198,7 +198,7 @@ def test_removing_an_unknown_page_names_the_file_and_line(corpus: dict, tmp_path
 
 
 def test_cli_add_and_remove(corpus: dict, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
-    from garag.app.cli import main
+    from app.cli import main
 
     _config(corpus["root"], corpus, edits=False)
     base = corpus["root"] / "base.yaml"
@@ -220,7 +220,7 @@ def test_cli_add_and_remove(corpus: dict, tmp_path: Path, capsys: pytest.Capture
 
 
 def test_config_shows_the_edit_flags(corpus: dict, capsys: pytest.CaptureFixture) -> None:
-    from garag.app.cli import main
+    from app.cli import main
 
     assert main(["config", "--remove", str(corpus["remove"])]) == 0
     assert f"remove_pages: [{corpus['remove']}]  # default + --remove" in capsys.readouterr().out

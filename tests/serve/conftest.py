@@ -36,7 +36,7 @@ class World:
 
 @pytest.fixture(scope="session")
 def world(tmp_path_factory, tiny_corpus: Path, tiny_claims: Path, predict_config) -> World:
-    from garag.app.cli import main
+    from app.cli import main
 
     root = tmp_path_factory.mktemp("serve")
     corpus = root / "wiki-pages"
@@ -70,7 +70,7 @@ def world(tmp_path_factory, tiny_corpus: Path, tiny_claims: Path, predict_config
 
 @pytest.fixture(scope="session")
 def service(world: World):
-    from garag.app.serve.service import ServeSettings, Service, load_configs
+    from app.serve.service import ServeSettings, Service, load_configs
 
     settings = ServeSettings(max_batch=4, micro_batch=8, max_wait=0.05, results_dir=world.results, timeout=60)
     svc = Service(load_configs([str(p) for p in world.configs.values()]), settings).load()
@@ -93,7 +93,7 @@ def server(service) -> Server:
 
     import uvicorn
 
-    from garag.app.serve.app import create_app
+    from app.serve.app import create_app
 
     config = uvicorn.Config(
         create_app(service), host="127.0.0.1", port=0, log_level="warning", lifespan="off"

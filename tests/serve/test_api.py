@@ -18,8 +18,8 @@ from .conftest import XSS_CLAIM
 fastapi = pytest.importorskip("fastapi")
 from fastapi.testclient import TestClient  # noqa: E402
 
-from garag.app.serve.app import create_app  # noqa: E402
-from garag.app.serve.service import Service, load_configs  # noqa: E402
+from app.serve.app import create_app  # noqa: E402
+from app.serve.service import Service, load_configs  # noqa: E402
 from garag.types import SentenceId  # noqa: E402
 
 CLAIM = "The Beatles were formed in Liverpool."
@@ -82,7 +82,7 @@ def test_baseline_verdict_has_evidence_with_ids_text_and_retrievers(client: Test
 
 @pytest.mark.parametrize("config", ["baseline", "graph", "programs"])
 def test_responses_match_their_documented_models(client: TestClient, config):
-    from garag.app.serve import models as m
+    from app.serve import models as m
 
     two = "John Lennon was born in 1940 and Snowpiercer is a romantic comedy."
     body = client.post("/v1/verify", json={"claim": two, "config": config}).json()
@@ -288,7 +288,7 @@ def test_api_key_is_required_when_set(service):
 
 
 def test_not_ready_is_503_and_health_still_answers(world):
-    from garag.app.serve.service import ServeSettings
+    from app.serve.service import ServeSettings
 
     loading = Service(load_configs([world.configs["baseline"]]), ServeSettings(results_dir=world.results))
     c = TestClient(create_app(loading))
@@ -300,7 +300,7 @@ def test_not_ready_is_503_and_health_still_answers(world):
 
 
 def test_failed_load_is_reported_by_ready(world, tmp_path):
-    from garag.app.serve.service import ServeSettings
+    from app.serve.service import ServeSettings
 
     bad = tmp_path / "bad.yaml"
     bad.write_text(world.configs["baseline"].read_text().replace("wiki-pages", "no-such-corpus"))
@@ -329,7 +329,7 @@ class FailingPipeline:
 
 
 def test_internal_error_is_500_json_without_details(world):
-    from garag.app.serve.service import ServeSettings
+    from app.serve.service import ServeSettings
 
     svc = Service(load_configs([world.configs["baseline"]]), ServeSettings(), factory=FailingPipeline).load()
     r = TestClient(create_app(svc), raise_server_exceptions=False).post("/v1/verify", json={"claim": CLAIM})
@@ -445,7 +445,7 @@ def test_page_is_served_with_a_strict_content_security_policy(client: TestClient
     ],
 )
 def test_serve_command_refuses_unsafe_or_bad_arguments_in_one_line(args, message, capsys, monkeypatch):
-    from garag.app.cli import main
+    from app.cli import main
 
     monkeypatch.delenv("GARAG_API_KEY", raising=False)
     assert main(["serve", *args]) == 2
@@ -455,7 +455,7 @@ def test_serve_command_refuses_unsafe_or_bad_arguments_in_one_line(args, message
 
 def test_configs_name_each_configs_llm_judge(tmp_path, world):
     """/v1/configs says which served config asks the LLM judge (read before anything is loaded)."""
-    from garag.app.serve.service import ServeSettings
+    from app.serve.service import ServeSettings
 
     paths = []
     for name, judge in (("plain", "never"), ("judged", "always"), ("hover_only", "two_way")):

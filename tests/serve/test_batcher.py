@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from garag.app.serve.batcher import MicroBatcher
+from app.serve.batcher import MicroBatcher
 
 
 def test_each_caller_gets_its_own_result_and_batches_form():

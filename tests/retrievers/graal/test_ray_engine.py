@@ -119,7 +119,7 @@ def _config(root: Path, cache: Path) -> Path:
 
 
 def _index(config: Path, *extra: str) -> subprocess.CompletedProcess:
-    cmd = [sys.executable, "-m", "garag.app.cli", "index", "--config", str(config), "--no-progress", *extra]
+    cmd = [sys.executable, "-m", "app.cli", "index", "--config", str(config), "--no-progress", *extra]
     return subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=600)
 
 
@@ -132,7 +132,7 @@ def test_index_engine_ray_builds_the_same_artifact_and_an_interrupted_build_rest
     assert local.returncode == 0, local.stderr
     # a Ray build killed while its graph is being built leaves no artifact; the rerun builds it
     config = _config(tmp_path, tmp_path / "cache-ray")
-    cmd = [sys.executable, "-m", "garag.app.cli", "index", "--config", str(config), "--no-progress",
+    cmd = [sys.executable, "-m", "app.cli", "index", "--config", str(config), "--no-progress",
            "--engine", "ray", "--ray-workers", "2"]  # fmt: skip
     proc = subprocess.Popen(
         cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True

@@ -1,4 +1,4 @@
-"""Soft targets from a teacher (verifier/distill.py) and training towards them (verifier/train.py)."""
+"""Soft targets from a teacher (training/distill.py) and training towards them (training/train.py)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from garag.types import Label
-from verifier.checkpoint import run_settings
-from verifier.distill import (
+from training.checkpoint import run_settings
+from training.distill import (
     distillation_loss,
     example_key,
     pair_key,
@@ -21,9 +21,9 @@ from verifier.distill import (
     targets_digest,
     write_teacher,
 )
+from training.train import train_verifier
 from verifier.inputs import build_premise
 from verifier.labels import LABEL_ORDER
-from verifier.train import train_verifier
 
 
 class Interrupt(RuntimeError):
@@ -283,7 +283,7 @@ def test_resume_refuses_other_soft_targets(tiny_base: Path, tmp_path: Path, toy_
 
 def test_the_verifier_artifact_is_named_by_the_teachers_content_not_its_path(tmp_path: Path) -> None:
     from garag.config import load_config
-    from pipeline.train_verifier import verifier_artifact_dir
+    from verifier.trained import verifier_artifact_dir
 
     plain = verifier_artifact_dir(load_config()).name
     one = write_teacher(tmp_path / "a.jsonl.gz", [("k" * 24, (0.5, 0.25, 0.25))])
@@ -315,7 +315,8 @@ def test_a_teacher_changed_after_the_folder_was_named_is_refused(tmp_path: Path)
     """The folder is named from the bytes that will be trained on: a teacher rewritten in between
     is refused before any example is built."""
     from garag.config import load_config
-    from pipeline.train_verifier import train_from_fever, verifier_artifact_dir
+    from training.verifier import train_from_fever
+    from verifier.trained import verifier_artifact_dir
 
     write_teacher(tmp_path / "t.jsonl.gz", [("k" * 24, (0.5, 0.25, 0.25))])
     config = load_config(None, [f"train.distill={tmp_path / 't.jsonl.gz'}", f"paths.cache_dir={tmp_path}"])
@@ -328,7 +329,7 @@ def test_a_teacher_changed_after_the_folder_was_named_is_refused(tmp_path: Path)
 
 def test_a_teacher_made_for_other_examples_is_refused(tmp_path: Path, toy_data) -> None:
     from garag.config import load_config
-    from pipeline.train_verifier import _read_teacher, _soft_targets
+    from training.verifier import _read_teacher, _soft_targets
 
     train, _ = toy_data
     other = write_teacher(tmp_path / "other.jsonl.gz", [("k" * 24, (0.5, 0.25, 0.25))])
@@ -349,7 +350,8 @@ def test_a_teacher_made_for_other_examples_is_refused(tmp_path: Path, toy_data) 
 
 def test_the_embedded_teacher_is_for_the_recipe_it_was_made_for(toy_data, caplog) -> None:
     from garag.config import load_config
-    from pipeline.train_verifier import _read_teacher, _soft_targets, teacher_path
+    from training.verifier import _read_teacher, _soft_targets
+    from verifier.trained import teacher_path
 
     embedded = teacher_path(load_config(None, ["train.distill=embedded"]))
     assert embedded is not None and embedded.name == "teacher-mpnet.jsonl.gz" and embedded.is_file()

@@ -10,8 +10,8 @@ import pytest
 import torch
 
 from garag.types import Label
-from verifier.checkpoint import classification_metrics, recover_checkpoint
-from verifier.train import TrainResult, train_verifier
+from training.checkpoint import classification_metrics, recover_checkpoint
+from training.train import TrainResult, train_verifier
 
 
 class Interrupt(RuntimeError):
@@ -207,10 +207,10 @@ def test_early_stopping_keeps_the_first_best(tiny_base: Path, tmp_path: Path, to
 _TRAIN_SCRIPT = """
 import importlib.util, sys
 import torch
-spec = importlib.util.spec_from_file_location("verifier_conftest", sys.argv[1])
+spec = importlib.util.spec_from_file_location("tests_conftest", sys.argv[1])
 conf = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(conf)
-from verifier.train import train_verifier
+from training.train import train_verifier
 torch.set_num_threads(1)
 train, val = conf._toy_data()
 train_verifier(train, val, conf._toy_config(), sys.argv[2], sys.argv[3], progress=False, checkpoint_every=5)
@@ -228,7 +228,13 @@ def test_training_killed_twice_resumes_to_the_uninterrupted_model(
 
     reference, _ = trained
     state = tmp_path / "checkpoint" / "trainer_state.json"
-    argv = [sys.executable, "-c", _TRAIN_SCRIPT, str(Path(__file__).with_name("conftest.py")), str(tiny_base)]
+    argv = [
+        sys.executable,
+        "-c",
+        _TRAIN_SCRIPT,
+        str(Path(__file__).parents[1] / "conftest.py"),
+        str(tiny_base),
+    ]
 
     def step() -> int:
         try:

@@ -35,9 +35,8 @@ from typing import Any
 
 from garag.artifacts import write_json_atomic
 from garag.config import TrainConfig
-from verifier.backbones import resolve_backbone
-from verifier.base import TrainExample
-from verifier.checkpoint import (
+from training.backbones import resolve_backbone
+from training.checkpoint import (
     CHECKPOINT_DIR,
     STATE_JSON,
     check_settings,
@@ -47,6 +46,7 @@ from verifier.checkpoint import (
     replace_dir,
     run_settings,
 )
+from verifier.base import TrainExample
 from verifier.inputs import PREMISE_FORMAT, build_premise, encode_pairs
 from verifier.labels import LABEL_ORDER
 
@@ -199,7 +199,7 @@ class _Trainer:
         return self.torch.tensor(ids, dtype=self.torch.long, device=self.device)
 
     def _loss(self, chosen: Sequence[int], batch: Sequence[TrainExample]) -> Any:
-        """The batch loss: cross-entropy, or `verifier.distill.distillation_loss` with soft targets;
+        """The batch loss: cross-entropy, or `training.distill.distillation_loss` with soft targets;
         the forward pass under bfloat16 autocast with ``train.precision: bfloat16``."""
         torch = self.torch
         half = self.config.precision == "bfloat16"
@@ -210,7 +210,7 @@ class _Trainer:
         labels = self._labels(batch)
         if self.soft_targets is None:
             return self.model(**self._encode(batch), labels=labels).loss
-        from verifier.distill import distillation_loss
+        from training.distill import distillation_loss
 
         torch = self.torch
         logits = self.model(**self._encode(batch)).logits.float()
@@ -436,7 +436,7 @@ class _Trainer:
 
 
 def _digest_or_none(soft_targets: Sequence[tuple[float, float, float] | None] | None) -> str | None:
-    from verifier.distill import targets_digest
+    from training.distill import targets_digest
 
     return None if soft_targets is None else targets_digest(soft_targets)
 
@@ -490,7 +490,7 @@ def train_verifier(
         checkpoint_minutes: also checkpoint when this much time passed since the last one.
         on_step: called as ``on_step(step, loss)`` after each step (after any checkpoint of that step).
         soft_targets: with ``config.distill`` set, one teacher probability triple (``LABEL_ORDER``)
-            or None per training example (:func:`verifier.distill.soft_targets`); the loss then
+            or None per training example (:func:`training.distill.soft_targets`); the loss then
             mixes in the teacher's (``config.distill_weight``, ``config.distill_temperature``).
 
     Returns:

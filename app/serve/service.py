@@ -128,11 +128,6 @@ class Service:
         self._thread.start()
         return self
 
-    def wait_ready(self, timeout: float | None = None) -> bool:
-        if self._thread is not None:
-            self._thread.join(timeout)
-        return self.ready
-
     def close(self) -> None:
         for s in self.served.values():
             if s.batcher is not None:

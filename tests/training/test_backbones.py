@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
+from training.backbones import MPNET_PARTS, assemble_mpnet, mpnet_part_paths, resolve_backbone
 from verifier import backbones
-from verifier.backbones import MPNET_PARTS, assemble_mpnet, mpnet_part_paths, resolve_backbone
 
 FILES = {
     "all-mpnet-base-v2/config.json": b'{"model_type": "mpnet"}',
@@ -106,7 +106,7 @@ def test_a_damaged_folder_is_assembled_again(
     assert model.read_bytes() == want
     # a flipped byte keeps the size: the checksum finds it
     model.write_bytes(bytes([want[0] ^ 1]) + want[1:])
-    with caplog.at_level("WARNING", logger="verifier.backbones"):
+    with caplog.at_level("WARNING", logger="training.backbones"):
         assert assemble_mpnet(tmp_path) == out
     assert model.read_bytes() == want
     assert "model.safetensors: cached artifact does not match its checksum" in caplog.text

@@ -38,12 +38,11 @@ from dataclasses import dataclass
 from garag.store import SentenceStore
 from garag.text import normalize_title
 from garag.types import Label, SentenceId
-from pipeline.training_data import fetch_evidence
+from training.data import fetch_evidence
 from verifier.base import TrainExample
 
-# Recorded in the artifact hash of verifiers trained with compositional examples: change it
-# whenever the generator would produce other examples from the same inputs.
-GENERATOR_VERSION = "garag-compositional-v1"
+# GENERATOR_VERSION (verifier/trained.py) names the folders of verifiers trained with these
+# examples: raise it whenever the generator would produce other examples from the same inputs.
 MAX_TITLE_WORDS = 6
 _WORD_RE = re.compile(r"[\w'.&-]+")
 
@@ -136,7 +135,7 @@ def compose_examples(
     """Generate ``n`` composed examples from FEVER train claims (see the module docstring).
 
     Args:
-        claims: :class:`pipeline.training_data.TrainClaim` objects (SUPPORTS / REFUTES with evidence).
+        claims: :class:`training.data.TrainClaim` objects (SUPPORTS / REFUTES with evidence).
         retrieved: per claim, retrieved sentence ids best first (distractors come from here).
         store: sentence store (texts).
         n: examples to generate.

@@ -10,6 +10,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 from garag.config import Config, load_config_with_sources, render_config, validate_config
 
@@ -119,15 +120,31 @@ def _run_dir(args: argparse.Namespace, config: Config) -> Path:
     return Path(config.paths.results_dir) / name
 
 
+def ensure_trained(config: Config, progress: bool = True) -> None:
+    """The explicit training step of the commands that verify: train the verifiers ``config`` loads
+    where they are not trained yet (building a pipeline never trains)."""
+    from training.verifier import ensure_verifiers
+
+    ensure_verifiers(config, progress=progress)
+
+
+def trained_pipeline(config: Config, progress: bool) -> Any:
+    """``config``'s pipeline (unbuilt), after :func:`ensure_trained`."""
+    from pipeline.verification import VerificationPipeline
+
+    ensure_trained(config, progress)
+    return VerificationPipeline(config, progress=progress)
+
+
 def cmd_train_verifier(args: argparse.Namespace, config: Config) -> int:
     from garag.artifacts import read_meta
-    from pipeline.train_verifier import ensure_verifier, mix_verifier_config, verifier_artifact_dir
+    from training.verifier import ensure_verifier
+    from verifier.claim_aggregator import read_aggregator
+    from verifier.trained import mix_verifier_config, verifier_artifact_dir
 
     mixes = bool(config.verifier.mix_train)  # verifier.mix_weight's second verifier, trained here too
     if config.verifier.model and not mixes:
         raise ValueError("verifier.model is set: garag trains its own verifier only when it is empty")
-    from verifier.claim_aggregator import read_aggregator
-
     todo = [] if config.verifier.model else [("model", config)]
     if mixes:
         todo.append(("mix_model", mix_verifier_config(config)))
@@ -152,6 +169,7 @@ def cmd_predict(args: argparse.Namespace, config: Config) -> int:
     from eval.verification_eval import run_predictions
 
     out = _run_dir(args, config)
+    ensure_trained(config, progress=not args.no_progress)
     outcome = run_predictions(
         config, out, oracle=args.oracle, progress=not args.no_progress, force_new=args.force_new
     )
@@ -188,6 +206,7 @@ def cmd_compare(args: argparse.Namespace, config: Config) -> int:
         batch_size=args.batch_size,
         faithfulness=not args.no_faithfulness,
         force_new=args.force_new,
+        pipeline_factory=trained_pipeline,
     )
     print(headline_table(outcome.metrics))
     print(significance_table(outcome.metrics))
@@ -214,6 +233,8 @@ def cmd_evaluate(args: argparse.Namespace, config: Config) -> int:
     from eval.verification_eval import evaluate
 
     predictions = Path(args.predictions) if args.predictions else None
+    if predictions is None:
+        ensure_trained(config, progress=not args.no_progress)
     outcome = evaluate(
         config,
         _run_dir(args, config),
@@ -263,8 +284,8 @@ def cmd_serve(args: argparse.Namespace, config: Config) -> int:
     try:
         import uvicorn
 
-        from garag.app.serve.app import create_app
-        from garag.app.serve.service import ServeSettings, Service, load_configs
+        from app.serve.app import create_app
+        from app.serve.service import ServeSettings, Service, load_configs
     except ImportError as e:
         raise ValueError(f"garag serve needs the serve extra (pip install 'garag[serve]'): {e}") from None
     key = os.environ.get("GARAG_API_KEY") or None
@@ -289,7 +310,10 @@ def cmd_serve(args: argparse.Namespace, config: Config) -> int:
         api_key=key,
         results_dir=Path(args.results_dir or config.paths.results_dir),
     )
-    service = Service(load_configs(args.configs, args.overrides), settings).start()
+    configs = load_configs(args.configs, args.overrides)
+    for _, served in configs.values():
+        ensure_trained(served)
+    service = Service(configs, settings).start()
     print(
         f"garag serve: http://{args.host}:{args.port}/ (API docs at /docs); "
         f"loading {', '.join(service.served)}"

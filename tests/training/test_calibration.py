@@ -3,7 +3,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from verifier.calibration import apply_nei_bias, best_nei_bias
+from training.calibration import best_nei_bias
+from verifier.calibration import apply_nei_bias
 
 # Columns in LABEL_ORDER: SUPPORTS, NOT ENOUGH INFO, REFUTES.
 

@@ -12,7 +12,7 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
-from garag.app.commands import COMMANDS, config_overrides, with_edit_flags
+from app.commands import COMMANDS, config_overrides, with_edit_flags
 from garag.config import ConfigError, load_config
 from garag.errors import InputError
 

@@ -8,7 +8,7 @@ import pytest
 from garag.errors import InputError
 from garag.store import SentenceStore
 from garag.types import Label, SentenceId
-from pipeline.training_data import (
+from training.data import (
     TrainClaim,
     aggregator_instances,
     build_examples,
@@ -140,7 +140,8 @@ def test_a_damaged_trained_verifier_is_refused_with_a_retrain_hint(tmp_path: Pat
 
     from garag.artifacts import ArtifactError, file_checksums, write_json_atomic
     from garag.config import load_config
-    from pipeline.train_verifier import ensure_verifier, verifier_artifact_dir
+    from training.verifier import ensure_verifier
+    from verifier.trained import verifier_artifact_dir
 
     config = load_config(overrides=[f"paths.cache_dir={tmp_path}", "verifier.aggregation=rule"])
     out_dir = verifier_artifact_dir(config)

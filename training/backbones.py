@@ -26,7 +26,7 @@ import zipfile
 from pathlib import Path
 
 from garag.artifacts import ArtifactError, file_checksums, file_sha256, verify_checksums, write_json_atomic
-from verifier.checkpoint import replace_dir
+from training.checkpoint import replace_dir
 
 logger = logging.getLogger(__name__)
 

@@ -11,7 +11,7 @@ NEI calibration.  garag's file (``data/fever/teacher-mpnet.jsonl.gz``) holds all
 cross-fitted probabilities: each example scored by a teacher that was not trained on its claim
 (README "Training the verifier").
 
-With ``train.distill`` set, :func:`verifier.train.train_verifier` minimises, for an example with a
+With ``train.distill`` set, :func:`training.train.train_verifier` minimises, for an example with a
 soft target, ``(1 - w) * CE(label) + w * T^2 * KL(teacher || student at temperature T)``
 (``train.distill_weight`` w, ``train.distill_temperature`` T; Hinton et al. 2015), and plain
 cross-entropy for an example the file does not hold (counted in the verifier's ``meta.json``).

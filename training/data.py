@@ -31,7 +31,7 @@ from pathlib import Path
 from garag.errors import ErrorPolicy, InputError
 from garag.store import SentenceStore
 from garag.types import Evidence, Label, SentenceId
-from verifier.train import TrainExample
+from training.train import TrainExample
 
 
 @dataclass(frozen=True)

@@ -8,8 +8,8 @@ import pytest
 
 from garag.store import SentenceStore, build_store
 from garag.types import Label, SentenceId
-from pipeline.compositional import Part, compose_examples, compose_label, join_claims
-from pipeline.training_data import TrainClaim
+from training.compositional import Part, compose_examples, compose_label, join_claims
+from training.data import TrainClaim
 
 N_PAGES = 24
 

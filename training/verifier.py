@@ -1,10 +1,11 @@
 """Train garag's own verifier from FEVER-format files (``garag train-verifier``).
 
-The trained classifier is an artifact like the indexes: it lives in
-``<cache>/verifier-<hash>/`` where the hash covers the training settings, the
-retrieval settings that produced the hard negatives, the premise format, the
-train file and the corpus.  Training checkpoints there and resumes after an
-interruption; ``meta.json`` is written last, so its presence means "done".
+The trained classifier is an artifact like the indexes: it lives in the folder
+that :func:`verifier.trained.verifier_artifact_dir` names, where pipelines load
+it from (:func:`verifier.trained.trained_verifier_path`).  Training checkpoints
+there and resumes after an interruption; ``meta.json`` is written last, so its
+presence means "done".  Only the commands that need a verifier train it, as an
+explicit step (:func:`ensure_verifiers`); building a pipeline never does.
 """
 
 from __future__ import annotations
@@ -22,22 +23,16 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from garag.artifacts import (
-    file_checksums,
-    file_sha256,
-    read_meta,
-    settings_hash,
-    verify_checksums,
-    write_json_atomic,
-)
-from garag.config import Config, FusionConfig, TrainConfig, VerifierConfig
+from garag.artifacts import file_checksums, read_meta, verify_checksums, write_json_atomic
+from garag.config import Config
 from garag.datasets import fever
 from garag.errors import ErrorPolicy
-from garag.fingerprint import cached_fingerprint
 from garag.types import Label, SentenceId
-from pipeline.compositional import GENERATOR_VERSION, compose_examples
 from pipeline.retrieval import RetrievalPipeline
-from pipeline.training_data import (
+from training.backbones import resolve_backbone
+from training.calibration import calibrate_nei_bias
+from training.compositional import compose_examples
+from training.data import (
     TrainClaim,
     aggregator_instances,
     build_examples,
@@ -45,10 +40,10 @@ from pipeline.training_data import (
     read_train_pairs,
     split_by_page,
 )
+from training.distill import parse_teacher, soft_targets
+from training.train import PREMISE_FORMAT, train_verifier
 from verifier.aggregate import aggregate_sentence_probs
-from verifier.backbones import resolve_backbone
 from verifier.base import TrainExample
-from verifier.calibration import calibrate_nei_bias
 from verifier.claim_aggregator import (
     AGGREGATOR_FILE,
     balanced_accuracy,
@@ -56,11 +51,19 @@ from verifier.claim_aggregator import (
     fit_aggregator,
     read_aggregator,
 )
-from verifier.distill import parse_teacher, soft_targets
 from verifier.inputs import build_premise
 from verifier.labels import LABEL_ORDER
 from verifier.nli import NLIVerifier
-from verifier.train import PREMISE_FORMAT, train_verifier
+from verifier.trained import (
+    EMBEDDED_TEACHER,
+    GARAG_BASE,
+    base_verifier_config,
+    fever_train_config,
+    mix_verifier_config,
+    teacher_path,
+    train_pairs_path,
+    verifier_artifact_dir,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -68,144 +71,10 @@ RETRIEVAL_DEPTH = 20
 RETRIEVAL_BATCH = 256
 
 
-# Hard negatives always come from the baseline retrievers with default fusion, so that every
-# pipeline configuration (baseline, graph-augmented, LLM) shares one trained verifier.
-TRAIN_RETRIEVERS = ["bm25", "dense", "pages"]
-
-
-def _fever_config(config: Config) -> Config:
-    """The retrieval config over the training corpus (always FEVER-format, whatever the run's dataset)."""
-    cfg = copy.deepcopy(config)
-    cfg.data.dataset = "fever"
-    cfg.data.claims = ""
-    cfg.data.corpus = config.train.corpus
-    cfg.retrieval.retrievers = list(TRAIN_RETRIEVERS)
-    cfg.fusion = FusionConfig()
-    return cfg
-
-
-def _train_pairs_path(config: Config) -> Path:
-    return (
-        Path(config.train.train_pairs)
-        if config.train.train_pairs
-        else fever().claims_path.parent / "train_pairs.jsonl"
-    )
-
-
-def _eval_claims_path(config: Config) -> Path:
-    return fever().claims_path
-
-
-GARAG_BASE = "garag"
-
-
-def _base_verifier_config(config: Config) -> Config:
-    """The config of garag's default verifier, which ``train.base_model: garag`` continues from."""
-    cfg = copy.deepcopy(config)
-    cfg.train = _default_verifier_train(config, config.train.base_train)
-    cfg.verifier = VerifierConfig()
-    return cfg
-
-
-def _default_verifier_train(config: Config, settings: dict[str, object]) -> TrainConfig:
-    """The train section of a default (per-sentence) verifier with ``settings`` (``train.base_train``,
-    ``verifier.mix_train``): the train pairs, corpus and seed stay ``config``'s; every other field
-    (``precision`` too) is the default's unless ``settings`` names it, so the base verifier of a
-    bfloat16 joint training stays the shared float32 one unless ``train.base_train`` says
-    ``precision: bfloat16``."""
-    return TrainConfig(
-        train_pairs=config.train.train_pairs, corpus=config.train.corpus, seed=config.train.seed, **settings
-    )
-
-
-def mix_verifier_config(config: Config) -> Config:
-    """The config of the second verifier of ``verifier.mix_weight``: garag's default verifier trained
-    with ``verifier.mix_train`` (or the checkpoint ``verifier.mix_model``), read with this config's
-    verifier settings, its own calibration and label names."""
-    cfg = copy.deepcopy(config)
-    cfg.train = _default_verifier_train(config, config.verifier.mix_train)
-    cfg.verifier = config.verifier.replace(
-        model=config.verifier.mix_model,
-        label_map={},
-        nei_bias=None,
-        mix_weight=0.0,
-        mix_train={},
-        mix_model="",
-    )
-    return cfg
-
-
 def _resolve_base(config: Config, progress: bool) -> str:
     if config.train.base_model == GARAG_BASE:
-        return ensure_verifier(_base_verifier_config(config), progress=progress)
+        return ensure_verifier(base_verifier_config(config), progress=progress)
     return resolve_backbone(config.train.base_model, config.paths.cache_dir)
-
-
-def verifier_artifact_dir(config: Config, teacher_sha256: str | None = None) -> Path:
-    """Where the verifier trained with ``config`` lives (whether or not it exists yet).
-
-    ``teacher_sha256``: the sha256 of the teacher's bytes already read (:func:`_read_teacher`),
-    so that the folder is named from those very bytes; by default the file is hashed.
-    """
-    fever_cfg = _fever_config(config)
-    corpus = fever(corpus=fever_cfg.data.corpus or None).corpus_path
-    cache = Path(config.paths.cache_dir)
-    settings = {
-        "train": config.train.hash_dump(),
-        "top_k": config.verifier.top_k,
-        "premise_format": PREMISE_FORMAT,
-        "retrieval": {
-            "retrievers": fever_cfg.retrieval.retrievers,
-            "fusion": fever_cfg.fusion.model_dump(),
-            "bm25": config.bm25.hash_dump(),
-            "dense": config.dense.hash_dump(),
-            "pages": config.pages.hash_dump(),
-        },
-        "train_pairs_sha256": file_sha256(_train_pairs_path(config)),
-        "eval_claims_sha256": file_sha256(_eval_claims_path(config)),
-    }
-    if config.train.compositional > 0:
-        settings["compositional_generator"] = GENERATOR_VERSION
-    teacher = teacher_path(config)
-    if teacher is not None:
-        settings["distill_sha256"] = teacher_sha256 or file_sha256(teacher)
-        # at their defaults left out, as hash_dump leaves out keys added later
-        if config.train.distill_weight != DISTILL_DEFAULTS["distill_weight"]:
-            settings["distill_weight"] = config.train.distill_weight
-        if config.train.distill_temperature != DISTILL_DEFAULTS["distill_temperature"]:
-            settings["distill_temperature"] = config.train.distill_temperature
-    if config.train.base_model == GARAG_BASE:
-        settings["base_verifier"] = verifier_artifact_dir(_base_verifier_config(config)).name
-    return cache / f"verifier-{settings_hash('verifier', settings, cached_fingerprint(corpus, cache))}"
-
-
-EMBEDDED_TEACHER = "embedded"
-DISTILL_DEFAULTS = {
-    name: TrainConfig.model_fields[name].get_default() for name in ("distill_weight", "distill_temperature")
-}
-TEACHER_FILE = "teacher-mpnet.jsonl.gz"
-
-
-def teacher_path(config: Config) -> Path | None:
-    """The teacher file that ``train.distill`` names for this verifier, or None.
-
-    ``"embedded"`` is garag's own teacher (all-mpnet-base-v2's cross-fitted probabilities, shipped
-    beside the FEVER train pairs), made for the examples of the MiniLM per-sentence recipe: it
-    applies to a ``minilm`` verifier without compositional examples and is None for any other
-    (an mpnet, joint or DeBERTa verifier trains as it did before).
-    """
-    tc = config.train
-    if not tc.distill:
-        return None
-    if tc.distill != EMBEDDED_TEACHER:
-        path = Path(tc.distill)
-    elif tc.base_model == "minilm" and tc.compositional == 0:
-        path = fever().claims_path.parent / TEACHER_FILE
-    else:
-        return None
-    if not path.is_file():
-        raise ValueError(f"train.distill: no such teacher file: {path}")
-    return path
 
 
 @dataclass(frozen=True)
@@ -273,9 +142,8 @@ def _soft_targets(
 
 
 def ensure_verifier(config: Config, progress: bool = True, force: bool = False) -> str:
-    """The checkpoint to load: ``verifier.model`` when set (hub id or path), else garag's own.
-
-    garag's own verifier is trained on first use and reused after.
+    """The checkpoint to load: ``verifier.model`` when set (hub id or path), else garag's own,
+    trained here when it is not yet (or with ``force``), then reused.
     """
     if config.verifier.model:
         return config.verifier.model
@@ -292,6 +160,19 @@ def ensure_verifier(config: Config, progress: bool = True, force: bool = False) 
         # A verifier trained before the aggregator existed (or with an older one): fit it now, once.
         fit_claim_aggregator(config, model_dir, progress)
     return str(model_dir)
+
+
+def ensure_verifiers(config: Config, progress: bool = True, force: bool = False) -> list[tuple[str, str]]:
+    """Every verifier a pipeline with ``config`` loads, trained where it is not yet: the config's own
+    and, with ``verifier.mix_weight`` > 0, the mixed-in default one.
+
+    Returns:
+        ``(setting, checkpoint)`` pairs: ``("model", ...)`` and, for a mix, ``("mix_model", ...)``.
+    """
+    todo = [("model", config)]
+    if config.verifier.mix_weight > 0:
+        todo.append(("mix_model", mix_verifier_config(config)))
+    return [(name, ensure_verifier(cfg, progress=progress, force=force)) for name, cfg in todo]
 
 
 def _retrieve_all(
@@ -313,10 +194,10 @@ def _split_claims(
 ) -> tuple[RetrievalPipeline, list[TrainClaim], list[TrainClaim], int]:
     """The built training retrieval pipeline and the train / validation claims (eval claims dropped)."""
     tc = config.train
-    pipe = RetrievalPipeline(_fever_config(config), progress=progress)
+    pipe = RetrievalPipeline(fever_train_config(config), progress=progress)
     pipe.build()
     assert pipe.store is not None
-    claims = read_train_pairs(_train_pairs_path(config), ErrorPolicy(skip=config.data.skip_bad_lines))
+    claims = read_train_pairs(train_pairs_path(config), ErrorPolicy(skip=config.data.skip_bad_lines))
     eval_texts = [c.text for c in fever().claims()]
     claims, dropped = drop_eval_claims(claims, eval_texts)
     if tc.max_claims:

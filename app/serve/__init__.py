@@ -1,5 +1,5 @@
 """``garag serve``: the verification service and its web page (the ``serve`` extra: FastAPI, uvicorn).
 
-Import :func:`garag.app.serve.app.create_app` and :class:`garag.app.serve.service.Service`
+Import :func:`app.serve.app.create_app` and :class:`app.serve.service.Service`
 only where the extra is installed; this package's ``__init__`` imports nothing heavy.
 """
