@@ -211,16 +211,6 @@ class SentenceStore:
     def has_page(self, page: str) -> bool:
         return page in self._pages()[0]
 
-    def page_of_row(self, rows: Iterable[int]) -> list[str]:
-        """Page ids for row ids (same order)."""
-        names = self._pages()[1]
-        rows = list(rows)
-        out = {}
-        for chunk in _chunks(rows, 900):
-            q = f"SELECT row, page_idx FROM sentences WHERE row IN ({_marks(chunk)})"
-            out.update(dict(self.con.execute(q, chunk).fetchall()))
-        return [names[out[r]] for r in rows]
-
     def ids_of_rows(self, rows: Iterable[int]) -> list[SentenceId]:
         """Sentence ids for row ids (same order)."""
         return [s.id for s in self.sentences_by_rows(rows)]

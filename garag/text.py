@@ -63,8 +63,3 @@ def normalize_title(page_id: str, strip_disambiguation: bool = True) -> str:
         title = _DISAMBIG_RE.sub("", title)
     title = unicodedata.normalize("NFKC", title).casefold()
     return re.sub(r"\s+", " ", title).strip()
-
-
-def normalize_page_id(page_id: str) -> str:
-    """Unicode NFD, as FEVER's ids in the claim files and wiki-pages are."""
-    return unicodedata.normalize("NFD", page_id)

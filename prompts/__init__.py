@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -125,8 +124,3 @@ def load_prompt(name: str, directory: str | Path | None = None) -> PromptFile:
         known = sorted(p.stem for p in base.glob("*.yaml"))
         raise ValueError(f"prompt {name!r} not found in {base} (known: {', '.join(known)})")
     return _load_cached(str(path), path.stat().st_mtime_ns)
-
-
-def prompt_metadata(names: Sequence[str]) -> dict[str, dict[str, Any]]:
-    """name -> {version, sha256} for run metadata."""
-    return {n: {"version": (p := load_prompt(n)).version, "sha256": p.sha256} for n in names}

@@ -68,10 +68,3 @@ class Retriever(Protocol):
     def retrieve_batch(self, queries: list[str], k: int) -> list[list[Hit]]:
         """``retrieve`` for many queries at once (may be faster)."""
         ...
-
-
-def page_title_text(page: str) -> str:
-    """Readable page title used as a prefix for sentence text in indexes."""
-    from garag.text import page_to_title
-
-    return page_to_title(page)

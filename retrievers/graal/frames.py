@@ -212,11 +212,3 @@ def frame_extractor(name: str) -> FrameExtractor:
     if name not in _EXTRACTORS:
         raise ValueError(f"unknown frame extractor {name!r} (known: {', '.join(sorted(_EXTRACTORS))})")
     return _EXTRACTORS[name]()
-
-
-def frames_of_mentions(frames: list[Frame], positions: list[int | None]) -> list[list[int]]:
-    """For each frame, the indices of the mentions that start inside it (pure).
-
-    Positionless mentions (``None``: the page's own entity, unlocated links) are in every frame.
-    """
-    return [[i for i, p in enumerate(positions) if f.covers(p)] for f in frames]

@@ -317,13 +317,6 @@ class GraphStore:
         self._stats = None
         return self.aliases.remove_pages(pages)
 
-    def write_sentences(
-        self, items: Sequence[tuple[int, int, ParsedSentence, list[Mention]]], new: bool
-    ) -> tuple[int, int]:
-        """Store (or, when not ``new``, replace the links of) sentences ``(page_idx, line, parsed,
-        mentions)`` in one statement per table; returns ``(mentions, edges)`` written."""
-        return write_rows(self.con, self.index, items, new)
-
     def merge(self, part: Path) -> None:
         """Append a partition database (``write_rows`` into an empty graph schema, pages after every
         page already here) and commit."""
