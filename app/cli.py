@@ -104,6 +104,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--ray-address", help="a Ray cluster to join (default: start a local Ray)")
     p.add_argument("--ray-workers", type=_positive_int, default=2, help="Ray parse actors (default 2)")
 
+    p = sub.add_parser(
+        "verify",
+        help="verify claims given as text: label, explanation and evidence (trains the verifier first "
+        "if it is not yet)",
+    )
+    _add_common(p)
+    p.add_argument("claims", nargs="*", metavar="CLAIM", help="claim texts (default: one per line on stdin)")
+    p.add_argument("--json", action="store_true", help="one JSON object per claim (JSON Lines)")
+    p.add_argument(
+        "--batch-size", type=_positive_int, default=32, help="claims per pipeline batch (default 32)"
+    )
+
     p = sub.add_parser("retrieve", help="retrieve evidence for one claim; prints JSON")
     _add_common(p)
     p.add_argument("claim", help="the claim text")

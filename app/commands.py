@@ -76,6 +76,37 @@ def cmd_index(args: argparse.Namespace, config: Config) -> int:
     return 0
 
 
+def claims_to_verify(args: argparse.Namespace) -> list[str]:
+    """The claims of ``garag verify``: its arguments, else the non-empty lines of stdin."""
+    if args.claims:
+        texts = [c.strip() for c in args.claims]
+        empty = [i + 1 for i, t in enumerate(texts) if not t]
+        if empty:
+            raise ValueError(f"claim argument {empty[0]} is empty")
+        return texts
+    if sys.stdin is None or sys.stdin.isatty():
+        raise ValueError('no claim given: garag verify "CLAIM" [...], or claims on stdin, one per line')
+    texts = [line.strip() for line in sys.stdin if line.strip()]
+    if not texts:
+        raise ValueError("stdin: no claim (one per line expected)")
+    return texts
+
+
+def cmd_verify(args: argparse.Namespace, config: Config) -> int:
+    from app.api import FactChecker
+    from pipeline.verification import VerificationPipeline
+
+    texts = claims_to_verify(args)
+    ensure_trained(config, progress=not args.no_progress)
+    checker = FactChecker(config, VerificationPipeline(config, progress=not args.no_progress).build())
+    for i, verdict in enumerate(checker.verify_many(texts, batch_size=args.batch_size)):
+        if args.json:
+            print(json.dumps(verdict.to_json(), ensure_ascii=False))
+        else:
+            print(("\n" if i else "") + str(verdict))
+    return 0
+
+
 def cmd_retrieve(args: argparse.Namespace, config: Config) -> int:
     from pipeline.retrieval_report import retrieval_report
 
@@ -327,6 +358,7 @@ COMMANDS = {
     "llm-model": cmd_llm_model,
     "index": cmd_index,
     "retrieve": cmd_retrieve,
+    "verify": cmd_verify,
     "subgraph": cmd_subgraph,
     "evaluate-retrieval": cmd_evaluate_retrieval,
     "train-verifier": cmd_train_verifier,
