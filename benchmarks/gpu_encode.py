@@ -1,12 +1,13 @@
 """Dense encoding on a GPU: garag's own encoder and embedding cache (``retrievers/embeddings.py``,
 what ``garag index`` runs for ``dense``) with ``dense.device: cuda``, against the CPU.
 
-Three steps, because the lent GPU machine reaches nothing and takes at most 64 MiB a call:
+Three steps, so that the GPU machine needs neither the corpus nor network access (``make bench-gpu``
+runs all three on one CUDA machine with garag installed):
 
 ``prep --corpus WIKI.jsonl... --n N --out DIR``  (here)
     The first N sentences of the corpus files (FEVER wiki-pages format, every non-empty line of
-    every page, in file order) as DIR/sentences.txt.xz, one a line.  The model travels beside it
-    as int8 + xz (``benchmarks/gpu_backbone/transport.py pack``: all-MiniLM-L6-v2 -> about 20 MB).
+    every page, in file order) as DIR/sentences.txt.xz, one a line.  The model is ``minilm`` (the
+    packaged all-MiniLM-L6-v2) or a local model directory copied beside it.
 
 ``run --model DIR --sentences FILE --out DIR``  (on the GPU machine)
     Encodes every sentence with ``SentenceEncoder(model, device="cuda")`` at each ``--batch``
@@ -16,8 +17,9 @@ Three steps, because the lent GPU machine reaches nothing and takes at most 64 M
     first ``--keep`` sentences' CUDA vectors (``cuda-head.npy``) for ``check``.
 
 ``check --result DIR --sentences FILE --model minilm``  (here)
-    Encodes the kept sentences with the original model on this CPU and prints the cosine of each
-    CUDA vector with its CPU twin (the rebuilt int8 weights account for most of the gap).
+    Encodes the kept sentences with ``--model`` on this CPU and prints the cosine of each CUDA
+    vector with its CPU twin (a model copied in another form, e.g. rebuilt from int8 weights for a
+    machine with capped uploads, accounts for most of any gap).
 """
 
 from __future__ import annotations
@@ -192,8 +194,8 @@ def check(result_dir: Path, sentences: Path, model: str) -> None:
     here = SentenceEncoder(model, device="cpu").encode(texts)
     cos = np.einsum("ij,ij->i", head, here)
     print(
-        f"{len(texts)} sentences: cosine of the GPU machine's CUDA vectors (int8-rebuilt weights) with "
-        f"this CPU's (original weights): min {cos.min():.4f}, mean {cos.mean():.4f}"
+        f"{len(texts)} sentences: cosine of the GPU machine's CUDA vectors with "
+        f"this CPU's ({model}): min {cos.min():.4f}, mean {cos.mean():.4f}"
     )
 
 

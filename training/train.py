@@ -533,7 +533,7 @@ def train_verifier(
     tf32 = (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32)
     if torch.cuda.is_available():  # the trainer's device
         # TF32 matrix products: 2.3x (96 tokens) to 3.0x (320 tokens) faster steps for
-        # all-mpnet-base-v2 on an H200 (benchmarks/results/mpnet_gpu.md).
+        # all-mpnet-base-v2 on an H200 (docs/results-history.md).
         torch.backends.cuda.matmul.allow_tf32 = True
         torch.backends.cudnn.allow_tf32 = True
     try:

@@ -45,7 +45,7 @@ ANSWERS = {"yes": True, "no": False}
 _FIRST_WORD = re.compile(r"[A-Za-z]+")
 # "Yes" / "No" and an end mark fit in 4 tokens; a longer reply is cut there and its first word read.
 MAX_TOKENS = 4
-# What the explanation gains where the model said No, or gave no usable answer (benchmarks read them).
+# What the explanation gains where the model said No, or gave no usable answer.
 SAID_NO = "LLM judge: asked if the sentences read support all of the claim, the model said No."
 UNUSABLE = "LLM judge: no usable answer; the verdict stands."
 PART_NO = 'LLM judge: asked about each part of the claim, the model gave "{part}" P(Yes) {p:.2f} < {t:g}.'

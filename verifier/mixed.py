@@ -3,7 +3,7 @@
 MiniLM-L6 and all-mpnet-base-v2 err on different claims.  On FEVER's report part all-mpnet-base-v2
 alone reaches accuracy 0.810 but NEI recall 0.665 (MiniLM's 0.693); their claim-level probabilities
 mixed half and half reach 0.822 with every label's recall above MiniLM's (the weight picked on
-the tune part: benchmarks/results/claim_ensemble_baseline.md).  ``verifier.mix_weight`` turns the
+the tune part: docs/results-history.md).  ``verifier.mix_weight`` turns the
 mix on (``verifier.mix_train`` or ``verifier.mix_model`` names the second verifier).
 
 The mixed verdict's label is the likeliest of the mixed scores.  Its evidence and explanation are

@@ -42,7 +42,7 @@ class VerifierConfig(Section):
         precision: the weights and arithmetic at inference: "float32" (the default) or "bfloat16",
             2-2.7x as fast on CPUs with bfloat16 instructions (AMX or AVX512-BF16; 2 cores here:
             MiniLM-L6 2.1x, all-mpnet-base-v2 2.5x, joint verifiers at 320 tokens 2.6-2.7x) at a
-            small cost in precision (probabilities within 0.022; benchmarks/results/verifier_precision.md);
+            small cost in precision (probabilities within 0.022; docs/results-history.md);
             slower than float32 on CPUs without them.  It does not touch training (that is
             ``train.precision``); the NEI calibration and claim aggregator fitted after training
             always score in float32.

@@ -23,6 +23,7 @@ from eval.fever_score import (
     evidence_macro_precision,
     evidence_macro_recall,
     fever_score,
+    hover_evidence_found,
     is_correct_label,
     is_strictly_correct,
     macro_f1,
@@ -627,3 +628,18 @@ def test_hover_score_needs_one_gold_sentence_per_page_and_the_label():
     assert not hover_correct(claim, late) and hover_correct(claim, late, max_evidence=None)
     assert hover_correct(Claim(2, "c", "NOT_SUPPORTED"), FeverPrediction("NOT_SUPPORTED"))
     assert hover_score([claim, claim], [right, late]) == 0.5
+
+
+def test_hover_evidence_found_needs_one_gold_sentence_of_every_gold_page():
+    a0, a1, b0, c3 = SentenceId("A", 0), SentenceId("A", 1), SentenceId("B", 0), SentenceId("C", 3)
+    claim = Claim(1, "a claim", "SUPPORTED", ((a0, a1, b0),), 2)
+    assert hover_evidence_found(claim, [a1, b0])  # A0 may be missing: A1 stands for page A
+    assert not hover_evidence_found(claim, [a0, a1, c3])  # page B has none
+    assert not hover_evidence_found(claim, [])
+
+
+def test_hover_evidence_found_takes_any_one_gold_set():
+    a0, b0, c3 = SentenceId("A", 0), SentenceId("B", 0), SentenceId("C", 3)
+    claim = Claim(2, "a claim", "SUPPORTS", ((a0, b0), (c3,)))
+    assert hover_evidence_found(claim, [c3])
+    assert not hover_evidence_found(claim, [a0])

@@ -15,7 +15,14 @@ from garag.config.base import ConfigError
 from garag.llm.client import Structured
 from garag.types import Evidence, Label, SentenceId, Verdict
 from pipeline.verification import decide
-from verifier.llm_judge import LLM_JUDGE_VERSION, LLMJudge, answer, evidence_lines, judge_hash_fields
+from verifier.llm_judge import (
+    LLM_JUDGE_VERSION,
+    LLMJudge,
+    answer,
+    evidence_lines,
+    judge_hash_fields,
+    withheld,
+)
 
 EVIDENCE = [
     Evidence(SentenceId("Abbey_Road", 0), "Abbey Road is an album by the Beatles , released in 1969 .", 0.9),
@@ -108,6 +115,8 @@ def test_no_withholds_support_yes_and_unusable_keep_it_and_other_verdicts_are_no
     assert out[1] == verdicts[1] and out[2] == verdicts[2]
     assert "no usable answer" in out[4].explanation and "no usable answer" in out[5].explanation
     assert judge.counts == {"yes": 1, "no": 3, "unusable": 2}
+    # what a saved run's explanation tells of the judge: withheld for a No, not for an unusable answer
+    assert [withheld(v.explanation) for v in out] == [True, False, False, True, False, False, True]
 
 
 def test_decide_runs_the_judge_after_the_check_on_two_way_data_only():
@@ -267,6 +276,7 @@ def test_parts_withhold_support_where_the_claim_or_one_part_is_unlikely():
         ["G."],
     ]
     assert judge.counts == {"yes": 3, "no": 1, "unusable": 0, "no_part": 1}
+    assert [withheld(v.explanation) for v in out] == [True, True, False, False, False]
 
 
 def test_parts_need_the_judge_and_enter_the_hash_only_when_set():
