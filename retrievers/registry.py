@@ -6,7 +6,10 @@ import importlib
 from collections.abc import Callable
 
 from garag.config import Config
+from garag.config.retrieval import RETRIEVERS, register_retriever_name
 from retrievers.base import IndexContext, Retriever
+
+RetrieverFactory = Callable[[Config, IndexContext], Retriever]
 
 
 def _bm25(config: Config, ctx: IndexContext) -> Retriever:
@@ -33,12 +36,32 @@ def _graal(config: Config, ctx: IndexContext) -> Retriever:
     return GraalRetriever(config.graal, config.dense, ctx)
 
 
-_FACTORIES: dict[str, tuple[Callable[[Config, IndexContext], Retriever], tuple[str, ...]]] = {
+_FACTORIES: dict[str, tuple[RetrieverFactory, tuple[str, ...]]] = {
     "bm25": (_bm25, ("bm25s", "Stemmer")),
     "dense": (_dense, ("faiss", "sentence_transformers")),
     "pages": (_pages, ("bm25s",)),
     "graal": (_graal, ("spacy", "sentence_transformers")),
 }
+
+
+def register_retriever(name: str, factory: RetrieverFactory, modules: tuple[str, ...] = ()) -> None:
+    """Add a retriever that configs can then name in ``retrieval.retrievers`` and weigh in
+    ``fusion.weights``.
+
+    Args:
+        name: its name (letters, digits, ``_`` and ``-``); garag's own names are taken.
+        factory: ``(config, ctx) -> retriever``, cheap (the index is built in ``build()``).
+        modules: Python modules it needs, checked before ``factory`` runs for an install hint.
+
+    Raises:
+        ValueError: a bad or taken name.
+    """
+    if not name or not all(c.isalnum() or c in "_-" for c in name):
+        raise ValueError(f"retriever name {name!r}: use letters, digits, '_' and '-'")
+    if name in RETRIEVERS:
+        raise ValueError(f"retriever name {name!r} is one of garag's own")
+    _FACTORIES[name] = (factory, tuple(modules))
+    register_retriever_name(name)
 
 
 def available() -> list[str]:

@@ -9,6 +9,19 @@ from pydantic import Field, field_validator
 from garag.config.base import Bool, Float, Int, Section, Str, WeightMap
 
 RETRIEVERS = ("bm25", "dense", "pages", "graal")
+# Names of retrievers added with retrievers.registry.register_retriever (a plugin registry, like
+# the datasets' and the frame extractors'): configs may name them too.
+_REGISTERED: set[str] = set()
+
+
+def register_retriever_name(name: str) -> None:
+    """Let configs name the retriever ``name`` (called by ``retrievers.registry.register_retriever``)."""
+    _REGISTERED.add(name)
+
+
+def known_retrievers() -> tuple[str, ...]:
+    """garag's retrievers, then the registered ones (sorted)."""
+    return RETRIEVERS + tuple(sorted(_REGISTERED - set(RETRIEVERS)))
 
 
 class BM25Config(Section):
@@ -115,7 +128,8 @@ class RetrievalConfig(Section):
     """Which retrievers run, fused in this order.
 
     Attributes:
-        retrievers: names among "bm25", "dense", "pages", "graal".
+        retrievers: names among "bm25", "dense", "pages", "graal" and any registered with
+            ``retrievers.registry.register_retriever``.
         k: hits returned per claim.
     """
 
@@ -126,9 +140,10 @@ class RetrievalConfig(Section):
     @field_validator("retrievers")
     @classmethod
     def _known(cls, value: list[str]) -> list[str]:
+        known = known_retrievers()
         for r in value:
-            if r not in RETRIEVERS:
-                raise ValueError(f"unknown retriever {r!r} (known: {', '.join(RETRIEVERS)})")
+            if r not in known:
+                raise ValueError(f"unknown retriever {r!r} (known: {', '.join(known)})")
         if not value:
             raise ValueError("at least one retriever")
         return value
