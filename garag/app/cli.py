@@ -20,7 +20,11 @@ logger = logging.getLogger("garag")
 
 
 def _add_common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--config", help="YAML config file (defaults apply to missing keys)")
+    p.add_argument(
+        "--config", metavar="FILE[+FILE...]",
+        help="YAML config file, or files stacked with '+' (each later one overrides; defaults apply to "
+        "missing keys), e.g. configs/graph.yaml+configs/joint.yaml",
+    )  # fmt: skip
     p.add_argument(
         "--set",
         dest="overrides",
@@ -133,7 +137,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--run", help="only re-score this compare run (id under results/ or a path; no model)")
 
     p = sub.add_parser("compare", help="run configs on the same claims: metrics, significance, report")
-    p.add_argument("--configs", nargs="+", required=True, help="config files, baseline first")
+    p.add_argument(
+        "--configs", nargs="+", required=True, metavar="FILE[+FILE...]",
+        help="configs, baseline first: each a file or files stacked with '+', named by their stems joined by "
+        "'-' (configs/graph.yaml+configs/joint.yaml: graph-joint)",
+    )  # fmt: skip
     p.add_argument("--claims", help="claims file used by every config (default: each config's data.claims)")
     p.add_argument("--dataset", help="dataset for every config (fever, hover, custom)")
     _add_part(p)
@@ -149,8 +157,9 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="set aside a run made from other settings, claims, corpus or model files and start again",
     )
-    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                   help="override a value in every config (repeatable)")  # fmt: skip
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="[NAME:]KEY=VALUE",
+                   help="override a value in every config, or with NAME: in the config of that name "
+                   "(repeatable)")  # fmt: skip
     p.add_argument("--no-progress", action="store_true", help="hide progress bars")
     p.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     p.add_argument("--debug", action="store_true", help="show the traceback of an error")
@@ -162,7 +171,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--configs", nargs="+", default=["configs/baseline.yaml", "configs/graph.yaml"],
-        help="configs to load, named by file stem (default: configs/baseline.yaml configs/graph.yaml)",
+        metavar="FILE[+FILE...]",
+        help="configs to load (files stacked with '+' are named by their stems joined by '-'; default: "
+        "configs/baseline.yaml configs/graph.yaml)",
     )  # fmt: skip
     p.add_argument(
         "--host", default="127.0.0.1", help="bind address (default 127.0.0.1; others need GARAG_API_KEY)"
@@ -185,8 +196,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--max-body", type=_positive_int, default=256 * 1024, help="request body bytes (default 256 KiB)"
     )
-    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                   help="override a value in every config (repeatable)")  # fmt: skip
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="[NAME:]KEY=VALUE",
+                   help="override a value in every config, or with NAME: in the config of that name "
+                   "(repeatable)")  # fmt: skip
     p.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     p.add_argument("--debug", action="store_true", help="show the traceback of an error")
     p.set_defaults(config=None, no_progress=True)
