@@ -12,7 +12,7 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
-from garag.app.commands import COMMANDS, config_overrides, with_edit_flags
+from garag.app.commands import COMMANDS, own_overrides, with_edit_flags
 from garag.config import ConfigError, load_config
 from garag.errors import InputError
 
@@ -30,8 +30,9 @@ def _add_common(p: argparse.ArgumentParser) -> None:
         dest="overrides",
         action="append",
         default=[],
-        metavar="KEY=VALUE",
-        help="override a config value, e.g. --set bm25.k1=1.2 (repeatable)",
+        metavar="[NAME:]KEY=VALUE",
+        help="override a config value, e.g. --set bm25.k1=1.2 (repeatable); NAME: (the config's name, its "
+        "files' stems joined by '-') as in compare",
     )
     p.add_argument("--dataset", help="shortcut for --set data.dataset=NAME (fever, hover, custom)")
     _add_part(p)
@@ -244,7 +245,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         stream=sys.stderr,
     )
     try:
-        config = with_edit_flags(load_config(args.config, config_overrides(args)), args)
+        config = with_edit_flags(load_config(args.config, own_overrides(args)), args)
         return COMMANDS[args.command](args, config)
     except KeyboardInterrupt:
         print("garag: interrupted (a rerun resumes where this one stopped)", file=sys.stderr)
