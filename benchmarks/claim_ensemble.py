@@ -1,7 +1,8 @@
 """Mix two runs' claim-level verdicts on a 3-way dataset (FEVER) and pick the mix on the tune part.
 
 Run A and run B verified the same claims with different verifiers (e.g. MiniLM-L6 and
-all-mpnet-base-v2, ``configs/baseline.yaml`` and ``configs/baseline-mpnet.yaml``).  For each claim
+all-mpnet-base-v2, ``configs/baseline.yaml`` and
+``configs/baseline.yaml+configs/mpnet.yaml``).  For each claim
 the mixed scores are ``w * B + (1 - w) * A`` (the claim-level probabilities saved in each run's
 predictions.jsonl ``scores``); the label is the likeliest, the predicted evidence B's.  The weight
 is picked on the tune runs alone, over 0, 0.1, ..., 1, by the rule the NEI-bias trial of

@@ -12,8 +12,8 @@ run of its own (``verifier.model=<its folder>``).
 
     python benchmarks/verifier_precision.py --cache <cache> \\
         --run minilm configs/baseline.yaml \\
-        --run mpnet configs/baseline-mpnet.yaml verifier.model=<folder> \\
-        --run mpnet-joint configs/baseline-joint-mpnet.yaml verifier.model=<folder> \\
+        --run mpnet configs/baseline.yaml+configs/mpnet.yaml verifier.model=<folder> \\
+        --run mpnet-joint configs/baseline.yaml+configs/joint-mpnet.yaml verifier.model=<folder> \\
         [--claims 200] [--out benchmarks/results/verifier_precision]
 
 Where bfloat16 is fast depends on the machine: on CPUs with AMX or AVX512-BF16 (this one) and on

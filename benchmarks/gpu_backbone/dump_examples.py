@@ -35,7 +35,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--cache", required=True, help="garag cache holding the FEVER indexes and verifiers")
     ap.add_argument("--out", required=True)
-    ap.add_argument("--joint-config", default="configs/graph-joint.yaml")
+    ap.add_argument("--joint-config", default="configs/graph.yaml+configs/joint.yaml")
     ap.add_argument(
         "--set", action="append", default=[], metavar="KEY=VALUE", help="override in the joint config"
     )

@@ -5,11 +5,11 @@ for a per-sentence verifier, the claim-level aggregator fitted on their retrieve
 trained on the device and rebuilt here gets both the same way, on these weights:
 
     python benchmarks/gpu_backbone/finish_shipped.py FOLDER --val DATA_DIR/default-val.jsonl.gz \\
-        --config configs/baseline-mpnet.yaml --set paths.cache_dir=<cache>
+        --config configs/baseline.yaml+configs/mpnet.yaml --set paths.cache_dir=<cache>
 
 ``--config`` is a config the model will run with, since the calibration scores the validation
 examples with its ``verifier.top_k`` and ``max_length``: for a joint (concat-mode) verifier one of
-the joint configs (``configs/baseline-joint-mpnet.yaml``) and its stage-2 validation file.  The
+the joint configs (``configs/baseline.yaml+configs/joint-mpnet.yaml``) and its stage-2 validation file.  The
 claim aggregator is fitted only where the config's verifier is per-sentence (a joint verifier has
 none).  Then ``--set verifier.model=FOLDER`` (or ``verifier.mix_model``) runs any config with it.
 The aggregator retrieves the validation claims with the config's cache (about 9 minutes for

@@ -1,7 +1,7 @@
 """Train a backbone as garag's verifier on a GPU machine, with garag's own loop, and score recorded pairs.
 
 Stage 1 takes the default per-sentence verifier's examples and settings; stage 2 the joint
-verifier's (configs/graph-joint.yaml's train section), continuing from stage 1 as
+verifier's (configs/joint.yaml's train section), continuing from stage 1 as
 ``train.base_model: garag`` does (a variant ending in ``:raw`` starts from the backbone instead).
 Each stage tries the ``lr:epochs`` variants of $V1 / $V2 and keeps the best validation accuracy
 on its held-out train claims, then calibrates the NEI bias as ``garag train-verifier`` does.

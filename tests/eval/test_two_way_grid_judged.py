@@ -91,7 +91,10 @@ def test_apply_judged_decides_as_the_pipelines_judge() -> None:
 def _write_run(tmp_path: Path, overrides: list[str], records: list[dict] | None) -> Path:
     run = tmp_path / "judged"
     run.mkdir()
-    cfg = load_config(ROOT / "configs" / "baseline-judge.yaml", ["data.dataset=hover", *overrides])
+    cfg = load_config(
+        [ROOT / "configs" / "baseline.yaml", ROOT / "configs" / "judge.yaml"],
+        ["data.dataset=hover", *overrides],
+    )
     (run / "run.json").write_text(json.dumps({"config": cfg.to_dict()}), encoding="utf-8")
     if records is not None:
         lines = "".join(json.dumps(r) + "\n" for r in records)

@@ -1,11 +1,26 @@
-"""``extends:`` in config files, config specs stacked with ``+``, and where each value came from."""
+"""``extends:`` in config files, config specs stacked with ``+``, and where each value came from.
+
+The repo's configs: each of the 18 files ``configs/`` held before the overlays (issue 51) is still
+reached with the same resolved values and hashes (tests/fixtures/resolved_configs/), by :data:`RECIPES`.
+``NAME:key=value`` overrides are how the Makefile gives one system of a ``compare`` its own values.
+No config was dropped in the sense of becoming unreachable; four lost their file:
+
+* ``fever.yaml`` was the defaults and ``hover.yaml`` the defaults with ``data.dataset: hover``
+  (no ``--config``; ``--dataset hover``); no target used them.
+* ``graph-joint-llm.yaml`` and ``graph-joint-llm-mpnet.yaml`` (LLM reasoning programs) were used by
+  no target, only by benchmarks/program_speed.py: their ``reasoning`` settings are ``--set`` values now
+  (:data:`LLM_PROGRAMS`, the default of that script).
+"""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
+from eval.compare import load_systems
+from garag.artifacts import settings_hash
 from garag.config import (
     ConfigError,
     config_name,
@@ -14,6 +29,34 @@ from garag.config import (
     render_config,
     scoped_overrides,
 )
+from garag.runs import run_config_hash
+
+ROOT = Path(__file__).resolve().parents[2]
+SNAPSHOTS = ROOT / "tests" / "fixtures" / "resolved_configs"
+B, G = "configs/baseline.yaml", "configs/graph.yaml"
+PROGRAMS = ["reasoning.programs=rule", "reasoning.combine=union"]
+LLM_PROGRAMS = ["reasoning.programs=llm", "reasoning.combine=union", "reasoning.answer_from=entity"]
+# old file stem -> (config spec, the --set values that system gets; in the Makefile NAME:key=value)
+RECIPES: dict[str, tuple[str | None, list[str]]] = {
+    "baseline": (B, []),
+    "graph": (G, []),
+    "baseline-llm": (f"{B}+configs/llm.yaml", []),
+    "graph-llm": (f"{G}+configs/llm.yaml", ["linearize.triplets_per_fact=2"]),
+    "baseline-joint": (f"{B}+configs/joint.yaml", []),
+    "graph-joint": (f"{G}+configs/joint.yaml", PROGRAMS),
+    "baseline-judge": (f"{B}+configs/judge.yaml", []),
+    "graph-judge": (f"{G}+configs/judge.yaml", ["verifier.llm_judge=two_way"]),
+    "baseline-mpnet": (f"{B}+configs/mpnet.yaml", []),
+    "graph-mpnet": (f"{G}+configs/mpnet.yaml", []),
+    "baseline-mix": (f"{B}+configs/mix.yaml", []),
+    "graph-mix": (f"{G}+configs/mix.yaml", ["verifier.mix_weight=0.3"]),
+    "baseline-joint-mpnet": (f"{B}+configs/joint-mpnet.yaml", []),
+    "graph-joint-mpnet": (f"{G}+configs/joint-mpnet.yaml", ["verifier.two_way_threshold=0.05", *PROGRAMS]),
+    "fever": (None, []),
+    "hover": (None, ["data.dataset=hover"]),
+    "graph-joint-llm": (f"{G}+configs/joint.yaml", [*LLM_PROGRAMS, "verifier.two_way_threshold=0.4"]),
+    "graph-joint-llm-mpnet": (f"{G}+configs/joint-mpnet.yaml", LLM_PROGRAMS),
+}
 
 
 def _write(path: Path, text: str) -> Path:
@@ -146,3 +189,38 @@ def test_garag_config_prints_a_stacked_config_with_each_values_file(tmp_path: Pa
     assert f"k1: 1.1  # {base}" in out and f"b: 0.3  # {over}" in out and "k: 7  # --set retrieval.k=7" in out
     assert main(["config", "--config", str(tmp_path / "gone.yaml")]) == 2
     assert capsys.readouterr().err.strip() == f"garag: error: {tmp_path / 'gone.yaml'}: config file not found"
+
+
+def test_every_snapshot_has_a_recipe() -> None:
+    assert sorted(p.stem for p in SNAPSHOTS.glob("*.json")) == sorted(RECIPES)
+    assert len(list((ROOT / "configs").glob("*.yaml"))) <= 8
+
+
+@pytest.mark.parametrize("name", sorted(RECIPES))
+def test_each_former_config_resolves_to_its_snapshot(name: str, monkeypatch) -> None:
+    monkeypatch.chdir(ROOT)
+    spec, overrides = RECIPES[name]
+    snapshot = json.loads((SNAPSHOTS / f"{name}.json").read_text(encoding="utf-8"))
+    config = load_config(spec, overrides)
+    assert config.to_dict() == snapshot["config"]
+    assert settings_hash(config.hash_dict()) == snapshot["hash"]
+    assert run_config_hash(config, two_way=False) == snapshot["run_hash"]["fever"]
+    hover = load_config(spec, [*overrides, "data.dataset=hover"])
+    assert run_config_hash(hover, two_way=True) == snapshot["run_hash"]["hover"]
+    if spec is not None and name not in ("graph-joint-llm", "graph-joint-llm-mpnet"):
+        assert config_name(spec) == name  # run ids and prediction files keep their names
+
+
+def test_a_systems_own_overrides_reach_it_alone(monkeypatch) -> None:
+    monkeypatch.chdir(ROOT)
+    # as `make run-mpnet` compares the joint mpnet systems
+    systems = load_systems(
+        [RECIPES["baseline-joint-mpnet"][0], RECIPES["graph-joint-mpnet"][0]],
+        ["data.dataset=hover", *(f"graph-joint-mpnet:{o}" for o in RECIPES["graph-joint-mpnet"][1])],
+    )
+    assert [s.name for s in systems] == ["baseline-joint-mpnet", "graph-joint-mpnet"]
+    for s in systems:
+        snapshot = json.loads((SNAPSHOTS / f"{s.name}.json").read_text(encoding="utf-8"))
+        assert run_config_hash(s.config, two_way=True) == snapshot["run_hash"]["hover"]
+    with pytest.raises(ConfigError, match=r"no config is named 'graph-joint'"):
+        load_systems([RECIPES["baseline-joint"][0], G], ["graph-joint:reasoning.programs=rule"])
