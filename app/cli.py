@@ -12,7 +12,7 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
-from app.commands import COMMANDS, config_overrides, with_edit_flags
+from app.commands import COMMANDS, own_overrides, with_edit_flags
 from garag.config import ConfigError, load_config
 from garag.errors import InputError
 
@@ -20,14 +20,19 @@ logger = logging.getLogger("garag")
 
 
 def _add_common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--config", help="YAML config file (defaults apply to missing keys)")
+    p.add_argument(
+        "--config", metavar="FILE[+FILE...]",
+        help="YAML config file, or files stacked with '+' (each later one overrides; defaults apply to "
+        "missing keys), e.g. configs/graph.yaml+configs/joint.yaml",
+    )  # fmt: skip
     p.add_argument(
         "--set",
         dest="overrides",
         action="append",
         default=[],
-        metavar="KEY=VALUE",
-        help="override a config value, e.g. --set bm25.k1=1.2 (repeatable)",
+        metavar="[NAME:]KEY=VALUE",
+        help="override a config value, e.g. --set bm25.k1=1.2 (repeatable); NAME: (the config's name, its "
+        "files' stems joined by '-') as in compare",
     )
     p.add_argument("--dataset", help="shortcut for --set data.dataset=NAME (fever, hover, custom)")
     _add_part(p)
@@ -145,7 +150,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--run", help="only re-score this compare run (id under results/ or a path; no model)")
 
     p = sub.add_parser("compare", help="run configs on the same claims: metrics, significance, report")
-    p.add_argument("--configs", nargs="+", required=True, help="config files, baseline first")
+    p.add_argument(
+        "--configs", nargs="+", required=True, metavar="FILE[+FILE...]",
+        help="configs, baseline first: each a file or files stacked with '+', named by their stems joined by "
+        "'-' (configs/graph.yaml+configs/joint.yaml: graph-joint)",
+    )  # fmt: skip
     p.add_argument("--claims", help="claims file used by every config (default: each config's data.claims)")
     p.add_argument("--dataset", help="dataset for every config (fever, hover, custom)")
     _add_part(p)
@@ -161,8 +170,9 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="set aside a run made from other settings, claims, corpus or model files and start again",
     )
-    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                   help="override a value in every config (repeatable)")  # fmt: skip
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="[NAME:]KEY=VALUE",
+                   help="override a value in every config, or with NAME: in the config of that name "
+                   "(repeatable)")  # fmt: skip
     p.add_argument("--no-progress", action="store_true", help="hide progress bars")
     p.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     p.add_argument("--debug", action="store_true", help="show the traceback of an error")
@@ -174,7 +184,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--configs", nargs="+", default=["configs/baseline.yaml", "configs/graph.yaml"],
-        help="configs to load, named by file stem (default: configs/baseline.yaml configs/graph.yaml)",
+        metavar="FILE[+FILE...]",
+        help="configs to load (files stacked with '+' are named by their stems joined by '-'; default: "
+        "configs/baseline.yaml configs/graph.yaml)",
     )  # fmt: skip
     p.add_argument(
         "--host", default="127.0.0.1", help="bind address (default 127.0.0.1; others need GARAG_API_KEY)"
@@ -197,8 +209,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--max-body", type=_positive_int, default=256 * 1024, help="request body bytes (default 256 KiB)"
     )
-    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                   help="override a value in every config (repeatable)")  # fmt: skip
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="[NAME:]KEY=VALUE",
+                   help="override a value in every config, or with NAME: in the config of that name "
+                   "(repeatable)")  # fmt: skip
     p.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     p.add_argument("--debug", action="store_true", help="show the traceback of an error")
     p.set_defaults(config=None, no_progress=True)
@@ -244,7 +257,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         stream=sys.stderr,
     )
     try:
-        config = with_edit_flags(load_config(args.config, config_overrides(args)), args)
+        config = with_edit_flags(load_config(args.config, own_overrides(args)), args)
         return COMMANDS[args.command](args, config)
     except KeyboardInterrupt:
         print("garag: interrupted (a rerun resumes where this one stopped)", file=sys.stderr)

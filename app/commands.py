@@ -12,7 +12,15 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from garag.config import Config, load_config_with_sources, render_config, validate_config
+from garag.config import (
+    Config,
+    check_override_scopes,
+    config_name,
+    load_config_with_sources,
+    render_config,
+    scoped_overrides,
+    validate_config,
+)
 
 
 def config_overrides(args: argparse.Namespace) -> list[str]:
@@ -23,6 +31,18 @@ def config_overrides(args: argparse.Namespace) -> list[str]:
     if getattr(args, "part", None):
         overrides.append(f"data.part={args.part}")
     return overrides
+
+
+def own_overrides(args: argparse.Namespace) -> list[str]:
+    """:func:`config_overrides` for the command's own ``--config``: ``NAME:key=value`` ones where NAME
+    is its name (:func:`garag.config.config_name`; another NAME is an error), none without one
+    (``compare`` and ``serve`` give them to their configs)."""
+    overrides = config_overrides(args)
+    if not args.config:
+        return scoped_overrides("", overrides)
+    name = config_name(args.config)
+    check_override_scopes([name], overrides)
+    return scoped_overrides(name, overrides)
 
 
 def with_edit_flags(config: Config, args: argparse.Namespace) -> Config:
@@ -41,7 +61,7 @@ def with_edit_flags(config: Config, args: argparse.Namespace) -> Config:
 
 
 def cmd_config(args: argparse.Namespace, config: Config) -> int:
-    _, sources = load_config_with_sources(args.config, config_overrides(args))
+    _, sources = load_config_with_sources(args.config, own_overrides(args))
     for key, flag in (("add_pages", "--add"), ("remove_pages", "--remove")):
         if getattr(args, key, None):
             sources[f"data.{key}"] = f"{sources.get(f'data.{key}', 'default')} + {flag}"

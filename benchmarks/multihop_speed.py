@@ -6,7 +6,8 @@ writes ``benchmarks/results/multihop_speed.{json,md}``.  Goals: NLI-path graph R
 <= 0.5 s per claim; LLM-program path <= 5 s per claim with a cold program cache.
 
     python benchmarks/multihop_speed.py --cache cache \\
-        --configs configs/baseline-joint.yaml configs/graph-joint.yaml [--claims 50]
+        --configs configs/baseline.yaml+configs/joint.yaml configs/graph.yaml+configs/joint.yaml \\
+        --set graph-joint:reasoning.programs=rule --set graph-joint:reasoning.combine=union [--claims 50]
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from garag.config import load_config
+from garag.config import config_name, load_config, scoped_overrides
 from pipeline.verification import VerificationPipeline
 
 OUT = Path(__file__).resolve().parent / "results"
@@ -51,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
             f"data.dataset={args.dataset}",
             f"data.part={args.part}",
             f"paths.cache_dir={args.cache}",
-            *args.overrides,
+            *scoped_overrides(config_name(path), args.overrides),  # NAME:key=value for NAME only
         ]
         config = load_config(path, overrides)
         llm_programs = config.reasoning.programs == "llm"

@@ -1,11 +1,12 @@
 """Seconds per claim of the LLM programmer alone (issue 18: LLM-program path <= 5 s per claim cold).
 
 Writes each of the first ``--claims`` claims of a part (HoVer tune by default) as a reasoning
-program with the configured chat model (``configs/graph-joint-llm.yaml``: the local
-Qwen2.5-Coder-1.5B through llama.cpp), once with a private, empty response cache (cold) and once
-more from it (warm), and records per claim the wall time, the program's source (the model's, or
-the rule program after an unusable reply) and its steps, with the model's token counts.  The rest
-of the LLM-program path (per-step retrieval, verification) is in ``multihop_speed.py``.
+program with the configured chat model (``configs/graph.yaml+configs/joint.yaml`` with
+:data:`LLM_PROGRAMS`, the former graph-joint-llm.yaml: the local Qwen2.5-Coder-1.5B through
+llama.cpp), once with a private, empty response cache (cold) and once more from it (warm), and
+records per claim the wall time, the program's source (the model's, or the rule program after an
+unusable reply) and its steps, with the model's token counts.  The rest of the LLM-program path
+(per-step retrieval, verification) is in ``multihop_speed.py``.
 
 With ``--batched`` the cold pass asks for all the programs at once (``LLMProgrammer.programs``:
 decoded ``llm.batch`` at a time on llama.cpp), so a claim's seconds and tokens are the pass's
@@ -28,7 +29,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from garag.config import load_config
+from garag.config import config_name, load_config
 from garag.datasets import dataset_from_config
 from garag.llm import LLMClient
 from garag.llm.cache import ResponseCache
@@ -36,6 +37,15 @@ from pipeline.reasoning import make_programmer
 from prompts import load_prompt
 
 OUT = Path(__file__).resolve().parent / "results"
+
+# LLM reasoning programs, as the former configs/graph-joint-llm.yaml set them (--set overrides them):
+# a bridging question's answer is the named entity of the asked type in its top sentences.
+LLM_PROGRAMS = [
+    "reasoning.programs=llm",
+    "reasoning.combine=union",
+    "reasoning.answer_from=entity",
+    "verifier.two_way_threshold=0.4",
+]
 
 
 _WORD = re.compile(r"[^\W_]+")
@@ -158,7 +168,7 @@ def report(rows: list[dict]) -> str:
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--config", default="configs/graph-joint-llm.yaml")
+    ap.add_argument("--config", default="configs/graph.yaml+configs/joint.yaml")
     ap.add_argument("--dataset", default="hover")
     ap.add_argument("--part", default="tune", choices=("all", "tune", "report"))
     ap.add_argument("--claims", type=int, default=30)
@@ -170,7 +180,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--batched", action="store_true", help="ask for all the programs at once")
     args = ap.parse_args(argv)
     overrides = [f"data.dataset={args.dataset}", f"data.part={args.part}", f"paths.cache_dir={args.cache}"]
-    config = load_config(args.config, overrides + args.overrides)
+    config = load_config(args.config, overrides + LLM_PROGRAMS + args.overrides)
     if config.reasoning.programs != "llm":
         ap.error(f"{args.config}: reasoning.programs is {config.reasoning.programs!r}, not llm")
     claims = list(dataset_from_config(config.data).claims())[: args.claims]
@@ -185,7 +195,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     row = {
-        "tag": args.tag or Path(args.config).stem,
+        "tag": args.tag or f"{config_name(args.config)}-llm",
         "config": args.config,
         "overrides": args.overrides,
         "model": config.llm.model,

@@ -1,6 +1,7 @@
 """Run several configurations over the same claims and compare them (``garag compare``).
 
-Each configuration file gives one system (named after the file); every system
+Each config spec (a file, or files stacked with ``+``) gives one system, named by its files'
+stems joined by ``-`` (``configs/graph.yaml+configs/joint.yaml``: ``graph-joint``); every system
 is the same pipeline object built from its config.  ``results/<run_id>/``
 holds:
 
@@ -35,7 +36,7 @@ from eval.run_env import environment, file_sha256, tree_hashes
 from eval.run_hash import run_config_hash
 from eval.verification_eval import RETRIEVED_KEPT, result_record, validate_claims
 from garag.artifacts import write_json_atomic, write_text_atomic
-from garag.config import Config, load_config
+from garag.config import Config, check_override_scopes, config_name, load_config, scoped_overrides
 from garag.datasets import Dataset, dataset_from_config
 from garag.errors import ErrorPolicy
 from garag.jsonl import ResumableJsonl
@@ -53,8 +54,9 @@ class System:
     """One configuration under comparison.
 
     Attributes:
-        name: file stem (made unique), used in file names and tables.
-        source: the config file it came from.
+        name: the spec's name (:func:`garag.config.config_name`, made unique), used in file names
+            and tables.
+        source: the config spec it came from (a file, or files joined by ``+``).
         config: the resolved config.
     """
 
@@ -81,20 +83,23 @@ def default_pipeline(config: Config, progress: bool) -> Any:
 
 
 def load_systems(configs: Sequence[str | Path], overrides: Sequence[str] = ()) -> list[System]:
-    """One ``System`` per config file, named by its stem (``-2``, ``-3`` appended to repeats)."""
+    """One ``System`` per config spec, named by :func:`garag.config.config_name` (``-2``, ``-3``
+    appended to repeats); an override ``NAME:key=value`` applies to the system named NAME only."""
     if len(configs) < 2:
         raise ValueError(f"compare needs at least two configs, got {len(configs)}")
-    systems: list[System] = []
-    names: set[str] = set()
-    for path in configs:
-        stem = Path(path).stem
+    names: list[str] = []
+    for spec in configs:
+        stem = config_name(spec)
         name, n = stem, 1
         while name in names:
             n += 1
             name = f"{stem}-{n}"
-        names.add(name)
-        systems.append(System(name, str(path), load_config(path, list(overrides))))
-    return systems
+        names.append(name)
+    check_override_scopes(names, overrides)
+    return [
+        System(name, str(spec), load_config(spec, scoped_overrides(name, overrides)))
+        for name, spec in zip(names, configs, strict=True)
+    ]
 
 
 def stratified_sample(claims: Sequence[Claim], n: int, seed: int) -> list[Claim]:
@@ -302,14 +307,16 @@ def compare(
     """Run every configuration over the same claims, then score, report and draw figures.
 
     Args:
-        configs: config files, baseline first (pairs are baseline vs each other system).
+        configs: config specs (a file, or files joined by ``+``), baseline first (pairs are
+            baseline vs each other system).
         claims_file: claims to use instead of each config's ``data.claims``.
         dataset: dataset name for every config (``data.dataset``).
         sample: draw this many claims stratified by label (all when None).
         seed: sampling and bootstrap seed (recorded in ``run.json``).
         run_id: results sub-directory; default from dataset, system names, sample and seed.
         results_dir: parent directory (default: the first config's ``paths.results_dir``).
-        overrides: ``key=value`` overrides applied to every config.
+        overrides: ``key=value`` overrides applied to every config, ``NAME:key=value`` ones to
+            the system named NAME.
         progress: show progress bars.
         batch_size: claims per pipeline batch.
         faithfulness: check each explanation with the system's own verifier.

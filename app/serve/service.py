@@ -15,7 +15,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from garag.config import Config, load_config
+from garag.config import (
+    Config,
+    check_override_scopes,
+    config_files,
+    config_name,
+    load_config,
+    scoped_overrides,
+)
 from garag.types import Claim, SentenceId
 from pipeline.graph_reasoning import fact_graph_view
 from pipeline.verification import ClaimResult, VerificationPipeline
@@ -67,17 +74,23 @@ class Served:
         self.top_k = self.config.verifier.top_k
 
 
-def load_configs(paths: Sequence[str | Path], overrides: Sequence[str] = ()) -> dict[str, tuple[str, Config]]:
-    """``name -> (source, config)``: a config is named after its file's stem (names must differ)."""
-    out: dict[str, tuple[str, Config]] = {}
-    for p in paths:
-        path = Path(p)
-        if not path.is_file():
-            raise FileNotFoundError(f"{path}: no such config file")
-        if path.stem in out:
-            raise ValueError(f"two configs are named {path.stem!r} ({out[path.stem][0]} and {path})")
-        out[path.stem] = (str(path), load_config(path, list(overrides)))
-    return out
+def load_configs(specs: Sequence[str | Path], overrides: Sequence[str] = ()) -> dict[str, tuple[str, Config]]:
+    """``name -> (source, config)``: a config spec (a file, or files joined by ``+``) is named by
+    :func:`garag.config.config_name` (names must differ); ``NAME:key=value`` overrides apply to NAME only."""
+    names: dict[str, str | Path] = {}
+    for spec in specs:
+        for path in config_files(spec):
+            if not path.is_file():
+                raise FileNotFoundError(f"{path}: no such config file")
+        name = config_name(spec)
+        if name in names:
+            raise ValueError(f"two configs are named {name!r} ({names[name]} and {spec})")
+        names[name] = spec
+    check_override_scopes(list(names), overrides)
+    return {
+        name: (str(spec), load_config(spec, scoped_overrides(name, overrides)))
+        for name, spec in names.items()
+    }
 
 
 class Service:

@@ -3,7 +3,8 @@
 Unknown keys are errors; every numeric setting declares its range once, in its
 field; bad values raise :class:`ConfigError` with one line naming the key, what
 is expected and the value given.  ``--set a.b=c`` overrides apply before
-validation.  The sections live by concern in ``run.py`` (data, paths, eval,
+validation.  A file may ``extends:`` others, and ``a.yaml+b.yaml`` stacks files (``loader.py``).
+The sections live by concern in ``run.py`` (data, paths, eval,
 pipeline), ``retrieval.py`` (BM25, dense, pages, fusion, retrieval, GRAAL),
 ``models.py`` (verifier, training, LLM) and ``graph.py`` (decomposition,
 triplets, propagation, linearization).
@@ -19,9 +20,13 @@ from garag.config.graph import (
 )
 from garag.config.loader import (
     Config,
+    check_override_scopes,
+    config_files,
+    config_name,
     load_config,
     load_config_with_sources,
     render_config,
+    scoped_overrides,
     validate_config,
     with_overrides,
 )
@@ -61,10 +66,14 @@ __all__ = [
     "TripletConfig",
     "VerifierConfig",
     "bounds_of",
+    "check_override_scopes",
+    "config_files",
+    "config_name",
     "describe_range",
     "load_config",
     "load_config_with_sources",
     "render_config",
+    "scoped_overrides",
     "validate_config",
     "with_overrides",
 ]

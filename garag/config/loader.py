@@ -1,4 +1,11 @@
-"""The whole config: YAML files, ``--set a.b=c`` overrides, and where each value came from."""
+"""The whole config: YAML files, ``--set a.b=c`` overrides, and where each value came from.
+
+A config file may say ``extends: base.yaml`` (or a list of files, applied in order; paths are
+relative to the file that says it): its values are merged over the base's, mappings key by key,
+any other value (a list too) replaced.  A config *spec* is one file or several joined by ``+``
+(``configs/graph.yaml+configs/joint.yaml``), each merged over the ones before it in the same way;
+it is named by its files' stems joined by ``-`` (``graph-joint``).
+"""
 
 from __future__ import annotations
 
@@ -30,6 +37,9 @@ from garag.config.retrieval import (
 from garag.config.run import DataConfig, EvalConfig, PathsConfig, PipelineConfig
 
 DEFAULT_SOURCE = "default"
+EXTENDS = "extends"
+SPEC_SEPARATOR = "+"
+ConfigSpec = str | Path | Sequence[str | Path]
 
 
 class Config(BaseModel):
@@ -75,18 +85,39 @@ class Config(BaseModel):
         return out
 
 
-def validate_config(data: Any) -> Config:
+def validate_config(data: Any, sources: dict[str, str] | None = None) -> Config:
     """Build a :class:`Config` from a nested mapping.
 
     Raises:
-        ConfigError: unknown keys, wrong types or bad values, naming the key.
+        ConfigError: unknown keys, wrong types or bad values, naming the key (and, for an
+            unknown key, the file it came from where ``sources`` records one).
     """
     if not isinstance(data, dict):
         raise ConfigError(f"config: expected a mapping, got {type(data).__name__}")
     try:
         return Config.model_validate(data)
     except _ValidationError as e:
-        raise ConfigError(describe_error(e, Config)) from None
+        message = describe_error(e, Config)
+        key = _unknown_key(data)
+        where = (sources or {}).get(key or "", "")
+        if key and message.startswith(f"{key.rpartition('.')[0] or 'config'}: unknown key(s)"):
+            if where and not where.startswith("--set"):
+                message = f"{where}: {message}"
+        raise ConfigError(message) from None
+
+
+def _unknown_key(data: dict) -> str | None:
+    """The first key of ``data`` that is no section, or no key of its section (dotted)."""
+    for section, values in data.items():
+        info = Config.model_fields.get(str(section))
+        if info is None:
+            return str(section)
+        if isinstance(values, dict):
+            known = info.annotation.model_fields  # type: ignore[union-attr]
+            unknown = [k for k in values if str(k) not in known]
+            if unknown:
+                return f"{section}.{unknown[0]}"
+    return None
 
 
 def _apply_override(data: dict, assignment: str, sources: dict[str, str]) -> None:
@@ -117,6 +148,29 @@ def _mark(sources: dict[str, str], key: str, value: Any, source: str) -> None:
             _mark(sources, f"{key}.{k}", v, source)
 
 
+def _merge(
+    data: dict, sources: dict[str, str], over: dict, over_sources: dict[str, str], prefix: str = ""
+) -> None:
+    """Merge ``over`` into ``data`` in place: mappings key by key, any other value replaced.
+
+    ``sources`` takes each merged value's source from ``over_sources``; a mapping that both sides
+    fill is recorded as ``"<earlier source> + <later source>"``.
+    """
+    for k, v in over.items():
+        key = f"{prefix}{k}"
+        if isinstance(v, dict) and isinstance(data.get(k), dict):
+            if key in sources:
+                both = [*sources[key].split(" + "), *over_sources[key].split(" + ")]
+                sources[key] = " + ".join(dict.fromkeys(both))
+            _merge(data[k], sources, v, over_sources, f"{key}.")
+            continue
+        below = f"{key}."
+        for stale in [s for s in sources if s.startswith(below)]:
+            del sources[stale]
+        data[k] = v
+        sources.update({s: src for s, src in over_sources.items() if s == key or s.startswith(below)})
+
+
 def _read_yaml(path: str | Path) -> dict:
     p = Path(path)
     if not p.is_file():
@@ -135,28 +189,95 @@ def _read_yaml(path: str | Path) -> dict:
     return loaded
 
 
+def config_files(spec: ConfigSpec) -> list[Path]:
+    """The files of a config spec: a path, a string of paths joined by ``+``, or a list of paths."""
+    if isinstance(spec, Path):
+        return [spec]
+    parts = spec.split(SPEC_SEPARATOR) if isinstance(spec, str) else [str(p) for p in spec]
+    if not parts or not all(p.strip() for p in parts):
+        raise ConfigError(f"{spec}: expected FILE or FILE{SPEC_SEPARATOR}FILE..., with no empty file name")
+    return [Path(p.strip()) for p in parts]
+
+
+def config_name(spec: ConfigSpec) -> str:
+    """A config spec's name: its files' stems joined by ``-`` (``graph.yaml+joint.yaml``: ``graph-joint``)."""
+    return "-".join(p.stem for p in config_files(spec))
+
+
+def _load_file(path: Path, chain: tuple[Path, ...] = ()) -> tuple[dict, dict[str, str]]:
+    """One file's values merged over those of the files it extends, and each value's file."""
+    data = _read_yaml(path)
+    bases = data.pop(EXTENDS, None)
+    sources: dict[str, str] = {}
+    for key, value in data.items():
+        _mark(sources, str(key), value, str(path))
+    if bases is None:
+        return data, sources
+    if isinstance(bases, str):
+        bases = [bases]
+    if not isinstance(bases, list) or not bases or not all(isinstance(b, str) and b.strip() for b in bases):
+        raise ConfigError(f"{path}: {EXTENDS}: expected a file name or a list of them, got {bases!r}")
+    chain = (*chain, path)
+    merged: dict = {}
+    merged_sources: dict[str, str] = {}
+    for name in bases:
+        base = path.parent / name
+        seen = [c.resolve() for c in chain]
+        if base.resolve() in seen:
+            cycle = [*chain[seen.index(base.resolve()) :], base]
+            raise ConfigError(f"{chain[0]}: {EXTENDS} cycle {' -> '.join(str(c) for c in cycle)}")
+        if not base.is_file():
+            raise ConfigError(f"{path}: {EXTENDS} {name}: config file not found ({base})")
+        _merge(merged, merged_sources, *_load_file(base, chain))
+    _merge(merged, merged_sources, data, sources)
+    return merged, merged_sources
+
+
 def load_config_with_sources(
-    path: str | Path | None = None, overrides: list[str] | None = None
+    spec: ConfigSpec | None = None, overrides: list[str] | None = None
 ) -> tuple[Config, dict[str, str]]:
-    """Like :func:`load_config`, plus ``{dotted key: source}`` for every value not left at its default."""
+    """Like :func:`load_config`, plus ``{dotted key: source}`` for every value not left at its default
+    (the file it came from, through ``extends`` and ``+`` too, or the ``--set``)."""
     data: dict = {}
     sources: dict[str, str] = {}
-    if path is not None:
-        data = _read_yaml(path)
-        for key, value in data.items():
-            _mark(sources, str(key), value, str(path))
+    if spec is not None:
+        for path in config_files(spec):
+            _merge(data, sources, *_load_file(path))
     for o in overrides or []:
         _apply_override(data, o, sources)
-    return validate_config(data), sources
+    return validate_config(data, sources), sources
 
 
-def load_config(path: str | Path | None = None, overrides: list[str] | None = None) -> Config:
-    """Load a YAML config (or the defaults) and apply ``key.path=value`` overrides.
+def load_config(spec: ConfigSpec | None = None, overrides: list[str] | None = None) -> Config:
+    """Load a config spec (one YAML file, or files joined by ``+``; None: the defaults) and apply
+    ``key.path=value`` overrides.
 
     Raises:
-        ConfigError: unknown keys, wrong types or bad values, naming the key.
+        ConfigError: unknown keys, wrong types or bad values, naming the key; a missing file,
+            a missing base or a cycle of ``extends``, naming the file.
     """
-    return load_config_with_sources(path, overrides)[0]
+    return load_config_with_sources(spec, overrides)[0]
+
+
+def scoped_overrides(name: str, overrides: Sequence[str]) -> list[str]:
+    """The overrides for the config named ``name``: ``key=value`` ones, and ``NAME:key=value`` ones for it."""
+    out = []
+    for o in overrides:
+        scope, sep, rest = o.partition(":")
+        if sep and "=" not in scope:
+            if scope == name:
+                out.append(rest)
+        else:
+            out.append(o)
+    return out
+
+
+def check_override_scopes(names: Sequence[str], overrides: Sequence[str]) -> None:
+    """Refuse a ``NAME:key=value`` override whose NAME is none of ``names``."""
+    for o in overrides:
+        scope, sep, _ = o.partition(":")
+        if sep and "=" not in scope and scope not in names:
+            raise ConfigError(f"--set {o!r}: no config is named {scope!r} (the names: {', '.join(names)})")
 
 
 def _flow(value: Any) -> str:

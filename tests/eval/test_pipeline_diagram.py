@@ -32,7 +32,7 @@ def test_graph_row_shows_decomposition_triplets_and_fact_graph():
 
 
 def test_llm_verifier_is_named_with_its_fallback(tmp_path):
-    cfg = load_config(CONFIGS / "graph-llm.yaml")
+    cfg = load_config([CONFIGS / "graph.yaml", CONFIGS / "llm.yaml"], ["linearize.triplets_per_fact=2"])
     verifier = pipeline_stages(cfg)[2][-2]
     assert verifier.startswith("verifier: LLM") and "(NLI fallback)" in verifier
     out = pipeline_diagram(

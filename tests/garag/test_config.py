@@ -266,12 +266,13 @@ def test_entity_check_reads_yaml_off_and_refuses_a_bare_true():
 def test_base_train_sets_the_default_verifier_that_a_joint_verifier_continues_from() -> None:
     from verifier.trained import base_verifier_config, verifier_artifact_dir
 
-    joint = load_config("configs/graph-joint.yaml")
+    joint = load_config("configs/graph.yaml+configs/joint.yaml")
     assert joint.train.base_train == {}
     # left at its default it is not hashed: the joint verifier keeps its name
     assert verifier_artifact_dir(joint).name == "verifier-f482df3bfd3dd676"
     mp = load_config(
-        "configs/graph-joint.yaml", ["train.base_train={base_model: mpnet, learning_rate: 5.0e-5}"]
+        "configs/graph.yaml+configs/joint.yaml",
+        ["train.base_train={base_model: mpnet, learning_rate: 5.0e-5}"],
     )
     base = base_verifier_config(mp).train
     assert (base.base_model, base.learning_rate, base.epochs) == ("mpnet", 5e-5, 3)
@@ -283,10 +284,10 @@ def test_base_train_sets_the_default_verifier_that_a_joint_verifier_continues_fr
     assert base_verifier_config(joint).train == TrainConfig(seed=joint.train.seed)
     # another default verifier underneath: another joint verifier
     assert verifier_artifact_dir(mp).name != "verifier-f482df3bfd3dd676"
-    # the mpnet joint configs continue from the very verifier that baseline-mpnet.yaml trains
-    shipped = load_config("configs/graph-joint-mpnet.yaml")
+    # the mpnet joint configs continue from the very verifier that configs/mpnet.yaml trains
+    shipped = load_config("configs/graph.yaml+configs/joint-mpnet.yaml")
     assert verifier_artifact_dir(base_verifier_config(shipped)) == verifier_artifact_dir(
-        load_config("configs/baseline-mpnet.yaml")
+        load_config("configs/baseline.yaml+configs/mpnet.yaml")
     )
     for value, message in (
         (
@@ -305,7 +306,7 @@ def test_base_train_sets_the_default_verifier_that_a_joint_verifier_continues_fr
         load_config(overrides=["train.base_train={epochs: 1}"])
     # equal settings, however written, name the same verifier (checked values, defaults left out)
     same = load_config(
-        "configs/graph-joint-mpnet.yaml",
+        "configs/graph.yaml+configs/joint-mpnet.yaml",
         ["train.base_train={base_model: mpnet, learning_rate: 5e-5, epochs: 3}"],
     )
     assert same.train.base_train == {"base_model": "mpnet", "learning_rate": 5e-5}
@@ -327,7 +328,9 @@ def test_mix_settings_name_a_second_verifier_and_leave_old_hashes_alone() -> Non
     assert verifier_artifact_dir(mixed) == verifier_artifact_dir(plain)
     # the second verifier is the one baseline-mpnet.yaml trains: one training serves both configs
     second = mix_verifier_config(mixed)
-    assert verifier_artifact_dir(second) == verifier_artifact_dir(load_config("configs/baseline-mpnet.yaml"))
+    assert verifier_artifact_dir(second) == verifier_artifact_dir(
+        load_config("configs/baseline.yaml+configs/mpnet.yaml")
+    )
     assert (second.verifier.mix_weight, second.verifier.mix_train, second.verifier.model) == (0.0, {}, "")
     assert second.verifier.top_k == mixed.verifier.top_k
     # settings that are all defaults still name a second verifier: garag's default one
@@ -368,7 +371,7 @@ def test_bfloat16_precision_names_other_runs_but_the_same_trained_verifier() -> 
     assert run_config_hash(half, two_way=False) != run_config_hash(plain, two_way=False)
     assert verifier_artifact_dir(half) == verifier_artifact_dir(plain)
     # a mix's second verifier reads at the same precision
-    mixed = load_config("configs/baseline-mix.yaml", ["verifier.precision=bfloat16"])
+    mixed = load_config("configs/baseline.yaml+configs/mix.yaml", ["verifier.precision=bfloat16"])
     assert mix_verifier_config(mixed).verifier.precision == "bfloat16"
     with pytest.raises(ConfigError, match=r"^verifier\.precision: .*'float32'.*'bfloat16'"):
         load_config(overrides=["verifier.precision=fp16"])

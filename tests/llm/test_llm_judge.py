@@ -24,6 +24,7 @@ from verifier.llm_judge import (
     withheld,
 )
 
+JOINT = "configs/baseline.yaml+configs/joint.yaml"  # the joint-evidence verifier
 EVIDENCE = [
     Evidence(SentenceId("Abbey_Road", 0), "Abbey Road is an album by the Beatles , released in 1969 .", 0.9),
     Evidence(SentenceId("The_Beatles", 0), "The Beatles were an English rock band -LRB- 1960 -RRB- .", 0.8),
@@ -176,15 +177,15 @@ def test_another_judge_prompt_names_another_run(monkeypatch):
 
 
 def test_the_judge_names_hover_runs_only_unless_always_and_its_prompt_is_in_the_hash():
-    plain = load_config("configs/baseline-joint.yaml")
-    judged = load_config("configs/baseline-joint.yaml", ["verifier.llm_judge=two_way"])
+    plain = load_config(JOINT)
+    judged = load_config(JOINT, ["verifier.llm_judge=two_way"])
     assert run_config_hash(judged, two_way=False) == run_config_hash(plain, two_way=False)
     assert run_config_hash(judged, two_way=True) != run_config_hash(plain, two_way=True)
     fields = judge_hash_fields(judged.verifier.llm_judge)
     assert len(fields["llm_judge_prompt"]) == 64 and fields["llm_judge_version"] == LLM_JUDGE_VERSION
     assert judge_hash_fields(plain.verifier.llm_judge) == {}
     assert not {"llm_judge", "llm_judge_prompt"} & plain.verifier.hash_dump().keys()
-    always = load_config("configs/baseline-joint.yaml", ["verifier.llm_judge=always"])
+    always = load_config(JOINT, ["verifier.llm_judge=always"])
     assert run_config_hash(always, two_way=False) != run_config_hash(plain, two_way=False)  # FEVER too
     assert run_config_hash(always, two_way=True) != run_config_hash(judged, two_way=True)
     assert load_config(overrides=["verifier.llm_judge=off"]).verifier.llm_judge == "never"
@@ -280,10 +281,8 @@ def test_parts_withhold_support_where_the_claim_or_one_part_is_unlikely():
 
 
 def test_parts_need_the_judge_and_enter_the_hash_only_when_set():
-    plain = load_config("configs/baseline-joint.yaml", ["verifier.llm_judge=two_way"])
-    parts = load_config(
-        "configs/baseline-joint.yaml", ["verifier.llm_judge=two_way", "verifier.llm_judge_parts=0.3"]
-    )
+    plain = load_config(JOINT, ["verifier.llm_judge=two_way"])
+    parts = load_config(JOINT, ["verifier.llm_judge=two_way", "verifier.llm_judge_parts=0.3"])
     assert "llm_judge_parts" not in plain.verifier.hash_dump()
     assert run_config_hash(parts, two_way=True) != run_config_hash(plain, two_way=True)
     # on 3-way data a two_way judge is off, and its parts setting with it
@@ -359,9 +358,7 @@ def test_parts_act_on_two_way_data_only_fever_keeps_the_greedy_answer():
     judge = LLMJudge(client, parts=_split, parts_threshold=0.3)
     fever = decide([_verdict()], ["A and B."], [EVIDENCE], settings, None, two_way_data=False, judge=judge)
     assert fever[0].label is Label.REFUTES and "the model said No" in fever[0].explanation
-    always = load_config("configs/baseline-joint.yaml", ["verifier.llm_judge=always"])
-    parts = load_config(
-        "configs/baseline-joint.yaml", ["verifier.llm_judge=always", "verifier.llm_judge_parts=0.3"]
-    )
+    always = load_config(JOINT, ["verifier.llm_judge=always"])
+    parts = load_config(JOINT, ["verifier.llm_judge=always", "verifier.llm_judge_parts=0.3"])
     assert run_config_hash(parts, two_way=False) == run_config_hash(always, two_way=False)
     assert run_config_hash(parts, two_way=True) != run_config_hash(always, two_way=True)
