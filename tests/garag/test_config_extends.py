@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from eval.compare import load_systems
+from eval.run_hash import run_config_hash
 from garag.artifacts import settings_hash
 from garag.config import (
     ConfigError,
@@ -29,7 +30,6 @@ from garag.config import (
     render_config,
     scoped_overrides,
 )
-from garag.runs import run_config_hash
 
 ROOT = Path(__file__).resolve().parents[2]
 SNAPSHOTS = ROOT / "tests" / "fixtures" / "resolved_configs"
