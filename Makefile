@@ -91,6 +91,9 @@ run-llm: setup-qwen
 # graph-joint also reads the claim as a reasoning program (rule: spaCy clauses -> Verify steps, each
 # retrieved on its own; union: the steps gather evidence, the claim is verified once with all of it).
 GRAPH_JOINT_PROGRAMS = reasoning.programs=rule reasoning.combine=union
+# graph-joint with LLM reasoning programs (the former configs/graph-joint-llm.yaml), for bench-multihop
+GRAPH_JOINT_LLM_PROGRAMS = reasoning.programs=llm reasoning.combine=union reasoning.answer_from=entity \
+	verifier.two_way_threshold=0.4
 run-multihop: setup
 	$(BIN)/garag index --dataset hover --config configs/graph.yaml $(ARGS)
 	$(BIN)/garag train-verifier --config configs/baseline.yaml+configs/joint.yaml $(ARGS)
@@ -204,9 +207,11 @@ bench-graal: setup
 # HoVer tune part (writes benchmarks/results/multihop_speed.{json,md}; the joint verifier is trained once).
 bench-multihop: setup-qwen
 	$(BIN)/garag index --dataset hover --config configs/graph.yaml $(ARGS)
-	$(BIN)/garag train-verifier --config configs/baseline-joint.yaml $(ARGS)
+	$(BIN)/garag train-verifier --config configs/baseline.yaml+configs/joint.yaml $(ARGS)
 	$(BIN)/python benchmarks/multihop_speed.py --cache cache --claims 98 \
-		--configs configs/baseline-joint.yaml configs/graph-joint.yaml configs/graph-joint-llm.yaml
+		--configs configs/baseline.yaml+configs/joint.yaml configs/graph.yaml+configs/joint.yaml \
+		graph-joint-llm=configs/graph.yaml+configs/joint.yaml $(foreach s,$(GRAPH_JOINT_PROGRAMS),--set graph-joint:$(s)) \
+		$(foreach s,$(GRAPH_JOINT_LLM_PROGRAMS),--set graph-joint-llm:$(s))
 
 # The local LLM (Qwen2.5-Coder-1.5B): one verdict's prompt reading and generation
 # (benchmarks/results/llm/verdict_speed.{json,md}), and the reasoning programs of 30 HoVer tune claims,

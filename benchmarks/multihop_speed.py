@@ -8,6 +8,9 @@ writes ``benchmarks/results/multihop_speed.{json,md}``.  Goals: NLI-path graph R
     python benchmarks/multihop_speed.py --cache cache \\
         --configs configs/baseline.yaml+configs/joint.yaml configs/graph.yaml+configs/joint.yaml \\
         --set graph-joint:reasoning.programs=rule --set graph-joint:reasoning.combine=union [--claims 50]
+
+A config given as ``NAME=SPEC`` is named NAME (for ``--set NAME:key=value``), so one spec can run
+twice with different settings (``make bench-multihop``: graph-joint with rule and with LLM programs).
 """
 
 from __future__ import annotations
@@ -47,12 +50,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=OUT, help="where multihop_speed.{json,md} go")
     args = ap.parse_args(argv)
     rows = []
-    for path in args.configs:
+    for given in args.configs:
+        name, _, path = given.rpartition("=") if "=" in given else (config_name(given), "", given)
         overrides = [
             f"data.dataset={args.dataset}",
             f"data.part={args.part}",
             f"paths.cache_dir={args.cache}",
-            *scoped_overrides(config_name(path), args.overrides),  # NAME:key=value for NAME only
+            *scoped_overrides(name, args.overrides),  # NAME:key=value for NAME only
         ]
         config = load_config(path, overrides)
         llm_programs = config.reasoning.programs == "llm"
@@ -72,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
             pipe.llm_client._cache = ResponseCache(llm_cache / "responses.sqlite")
             pipe.programmer.counts.clear()
         cold, stages = _timed(pipe, claims, args.batch)
-        row = {"config": path, "claims": len(claims), "s_per_claim": cold, "stages": stages}
+        row = {"config": name, "claims": len(claims), "s_per_claim": cold, "stages": stages}
         if llm_programs:
             row["programs"] = dict(pipe.programmer.counts)  # LLM programs and rule fallbacks, cold pass
             row["s_per_claim_warm"], _ = _timed(pipe, claims, args.batch)
