@@ -220,9 +220,13 @@ def cmd_predict(args: argparse.Namespace, config: Config) -> int:
     from eval.verification_eval import run_predictions
 
     out = _run_dir(args, config)
-    ensure_trained(config, progress=not args.no_progress)
     outcome = run_predictions(
-        config, out, oracle=args.oracle, progress=not args.no_progress, force_new=args.force_new
+        config,
+        out,
+        oracle=args.oracle,
+        progress=not args.no_progress,
+        force_new=args.force_new,
+        pipeline_factory=trained_pipeline,
     )
     print(
         json.dumps(
@@ -284,8 +288,6 @@ def cmd_evaluate(args: argparse.Namespace, config: Config) -> int:
     from eval.verification_eval import evaluate
 
     predictions = Path(args.predictions) if args.predictions else None
-    if predictions is None:
-        ensure_trained(config, progress=not args.no_progress)
     outcome = evaluate(
         config,
         _run_dir(args, config),
@@ -293,6 +295,7 @@ def cmd_evaluate(args: argparse.Namespace, config: Config) -> int:
         oracle=args.oracle,
         progress=not args.no_progress,
         force_new=args.force_new,
+        pipeline_factory=trained_pipeline,
     )
     if outcome.skipped:
         print(f"skipped: {outcome.skipped}", file=sys.stderr)

@@ -34,7 +34,13 @@ from tqdm import tqdm
 
 from eval.run_env import environment, file_sha256, tree_hashes
 from eval.run_hash import run_config_hash
-from eval.verification_eval import RETRIEVED_KEPT, result_record, validate_claims
+from eval.verification_eval import (
+    RETRIEVED_KEPT,
+    PipelineFactory,
+    default_pipeline,
+    result_record,
+    validate_claims,
+)
 from garag.artifacts import write_json_atomic, write_text_atomic
 from garag.config import Config, check_override_scopes, config_name, load_config, scoped_overrides
 from garag.datasets import Dataset, dataset_from_config
@@ -45,8 +51,6 @@ from garag.types import Claim, Evidence
 from pipeline.retrieval import corpus_fingerprint
 
 logger = logging.getLogger(__name__)
-
-PipelineFactory = Callable[[Config, bool], Any]
 
 
 @dataclass(frozen=True)
@@ -73,13 +77,6 @@ class CompareOutcome:
     written: dict[str, int]
     resumed: dict[str, int]
     metrics: dict
-
-
-def default_pipeline(config: Config, progress: bool) -> Any:
-    """The pipeline a config describes (cheap; ``build()`` does the work)."""
-    from pipeline.verification import VerificationPipeline
-
-    return VerificationPipeline(config, progress=progress)
 
 
 def load_systems(configs: Sequence[str | Path], overrides: Sequence[str] = ()) -> list[System]:

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from tqdm import tqdm
 
@@ -131,6 +132,15 @@ def _check_run_identity(
     write_json_atomic(path, {**identity, "config": config.to_dict(), "skipped": skipped})
 
 
+# (config, progress) -> an unbuilt pipeline (the app's trains the config's verifier first)
+PipelineFactory = Callable[[Config, bool], Any]
+
+
+def default_pipeline(config: Config, progress: bool) -> VerificationPipeline:
+    """The pipeline a config describes (cheap; ``build()`` does the work)."""
+    return VerificationPipeline(config, progress=progress)
+
+
 def run_predictions(
     config: Config,
     out_dir: str | Path,
@@ -139,6 +149,7 @@ def run_predictions(
     progress: bool = True,
     batch_size: int = 32,
     force_new: bool = False,
+    pipeline_factory: PipelineFactory = default_pipeline,
 ) -> RunOutcome:
     """Predict every claim of the configured dataset into ``out_dir/predictions.jsonl`` (resumable).
 
@@ -147,15 +158,17 @@ def run_predictions(
     ``run.json`` and the outcome).  Gold evidence naming a page missing from the corpus is
     counted as a warning; the run goes on.  One process writes a run directory at a time; a run
     made from other settings, claims, corpus or model is refused unless ``force_new``
-    (then its predictions are set aside, not deleted).
+    (then its predictions are set aside, not deleted).  ``pipeline_factory`` makes the pipeline
+    when none is given, once the claims have passed.
     """
     out = output_dir(out_dir)
-    pipe = pipeline or VerificationPipeline(config, progress=progress)
+    dataset = pipeline.dataset if pipeline is not None else dataset_from_config(config.data)
     policy = ErrorPolicy(skip=config.data.skip_bad_lines)
-    # claims first: a bad claims file fails before any index or model is loaded
-    claims = validate_claims(list(pipe.dataset.claims(policy)), policy, str(pipe.dataset.claims_path))
+    # claims first: a bad claims file fails before any index or model is loaded (or trained)
+    claims = validate_claims(list(dataset.claims(policy)), policy, str(dataset.claims_path))
     if config.eval.limit:
         claims = claims[: config.eval.limit]
+    pipe = pipeline or pipeline_factory(config, progress)
     if pipe.verifier is None:
         pipe.build()
     missing_pages = sorted(
@@ -442,6 +455,7 @@ def evaluate(
     oracle: bool = False,
     progress: bool = True,
     force_new: bool = False,
+    pipeline_factory: PipelineFactory = default_pipeline,
 ) -> EvaluationOutcome:
     """Predict into ``out`` (resuming) and score, or only score a saved ``predictions`` file.
 
@@ -452,7 +466,14 @@ def evaluate(
     if predictions is not None:
         path, out = predictions, predictions.parent
     else:
-        outcome = run_predictions(config, out, oracle=oracle, progress=progress, force_new=force_new)
+        outcome = run_predictions(
+            config,
+            out,
+            oracle=oracle,
+            progress=progress,
+            force_new=force_new,
+            pipeline_factory=pipeline_factory,
+        )
         path, skipped = outcome.predictions, outcome.skipped
     read_policy = ErrorPolicy(skip=config.data.skip_bad_lines)
     metrics = score_records(
