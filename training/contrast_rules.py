@@ -34,9 +34,9 @@ QUANTIFIERS = frozenset({"all", "every", "each", "some", "many", "most", "few", 
 # "not only", "not until", ...: removing "not" leaves another meaning or no sentence.
 AFTER_NOT_BLOCKS = frozenset(
     {"only", "just", "all", "always", "even", "until", "yet", "quite", "entirely", "necessarily"}
-    | {"every", "merely", "simply", "exactly", "least", "once", "a", "an", "one"}
+    | {"every", "merely", "simply", "exactly", "least", "once", "one", "single"}
 )
-# Negative-polarity words: "has not released any albums" cannot lose its "not".
+# Negative-polarity words: "has not released any albums" cannot lose its "not" ("a single" neither).
 NEGATIVE_POLARITY = frozenset({"any", "anything", "anyone", "anybody", "ever", "yet", "either", "anymore"})
 DO_SUPPORT = {"VBZ": "does", "VBD": "did", "VBP": "do"}
 NEGATION_CONTRACTION_SHARE = 0.3
@@ -118,13 +118,14 @@ def insert_negation(p: ParsedClaim, label: Label, rng: random.Random) -> tuple[s
     if auxes or (root.lemma == "be" and root.pos in ("AUX", "VERB")):
         i = auxes[0] if auxes else p.root
         word = p.toks[i].lower
-        if word not in NEGATABLE_AUX or i == 0:
-            return None
+        if word not in NEGATABLE_AUX or p.toks[i].text != word:
+            return None  # a capitalised "Can" is a title's ("You Can Count on Me"), or a question
         if rng.random() < NEGATION_CONTRACTION_SHARE:
             edit[i] = (CONTRACTED[word], p.toks[i].ws)
             return render(edit), f"{word} -> {CONTRACTED[word]}"
-        edit[i] = (p.toks[i].text + " not", p.toks[i].ws)
-        return render(edit), f"{word} -> {word} not"
+        negated = p.toks[i].text + ("not" if word == "can" else " not")
+        edit[i] = (negated, p.toks[i].ws)
+        return render(edit), f"{word} -> {negated.lower()}"
     do = DO_SUPPORT.get(root.tag)
     base = root.lemma.lower()
     if do is None or root.pos != "VERB" or not base.isalpha() or root.text[0].isupper() or p.root == 0:
@@ -146,7 +147,8 @@ def remove_negation(p: ParsedClaim, label: Label) -> tuple[str, str] | None:
     negs = [i for i, t in enumerate(p.toks) if t.lower in NEGATIVE_WORDS]
     if len(negs) != 1 or p.toks[negs[0]].dep != "neg" or p.toks[negs[0]].head != p.root or negs[0] == 0:
         return None  # a negation inside a relative clause is not the claim's polarity
-    if any(t.lower in NEGATIVE_POLARITY for t in p.toks):
+    words = [t.lower for t in p.toks]
+    if any(w in NEGATIVE_POLARITY for w in words) or "a single" in " ".join(words):
         return None
     n = negs[0]
     neg = p.toks[n]
