@@ -21,7 +21,9 @@ Rules and their labels (S = SUPPORTS, R = REFUTES, NEI = NOT ENOUGH INFO):
   ("sings" -> "does not sing", "won" -> "did not win", "has" -> "does not have").
   Label: S <-> R, NEI stays NEI.  Skipped: claims that already hold a negative word (not, n't,
   never, no, none, nothing, neither, nor, without, rarely, seldom, hardly, ...: stacking
-  negations), claims of two sentences, quantified subjects ("All X ...", scope is ambiguous),
+  negations), positive-polarity words (some, somewhere, once, already: "wasn't once a colony"),
+  claims of two sentences, quantified subjects ("All X ...", scope is ambiguous), a capitalised
+  auxiliary (a title's: "You Can Count on Me"),
   modal auxiliaries other than can/will (could/may/might/must/should: "may not" does not
   contradict "may"), fragments without a finite verb, and coordination ("A and B", "A or B")
   unless the source is S: not-(A and B) is false when A and B is true, but undecided when
@@ -30,16 +32,22 @@ Rules and their labels (S = SUPPORTS, R = REFUTES, NEI = NOT ENOUGH INFO):
   ("is not" -> "is", "isn't" -> "is", "can't"/"cannot" -> "can", "does not sing" -> "sings",
   "did not win" -> "won", "has never been" -> "has been").  So negating "X is not Y" gives
   "X is Y", never "X is not not Y".  Label: S <-> R, NEI stays NEI.  Skipped: the same blocks as
-  NEGATION, two negative words, "not" before only/just/all/always/even/until/a/an/one/... ("not
-  only", "not a single": dropping it changes more than the polarity), other auxiliaries, and
-  "did not V" whose past tense is unknown (a small irregular table, then regular rules).
+  NEGATION, two negative words, a negation inside a subordinate clause ("a war that never
+  happened"), "not" before only/just/all/always/even/until/one/... ("not only": dropping it changes
+  more than the polarity), negative-polarity words (any, ever, yet, either, "a single": "has not
+  released any albums" -> "has released any albums"), other auxiliaries, and "did not V" whose
+  past tense is unknown (a small irregular table, then regular rules).
 * ``NUMBER``: one year (1500-2029) or whole number >= 2 (digits or two..twelve) that the
   evidence states as written (or, for number words, in digits) is moved: years by 1-10 years,
   small numbers to another small number, large ones by a factor (0.5-2, same rounding), to a
-  value the evidence does not contain.  Label: S -> R only (the truth of a changed R claim is
-  unknown).  Skipped: numbers after over/under/more/less/about/nearly/before/after/since/by/
-  than/... or before "or more"/"%" (a moved bound may still hold), "one" (a pronoun as often as
-  a number), decimals, and numbers the evidence does not state.
+  value the evidence does not contain; a day next to a month moves within 1-28; a moved year is
+  not after 2017 (FEVER's Wikipedia) unless the claim's is.  Label: S -> R only (the truth of a
+  changed R claim is unknown).  Skipped: numbers within three words after over/under/more/less/
+  about/nearly/before/after/since/by/than/... or anywhere after "at least"/"more than"/"up to"/...,
+  or before "or more"/"%" (a moved bound may still hold); numbers in names (in a name entity or
+  after a capitalised word: "Toy Story 3", "Billboard 200", "Three Days of the Condor"); numbers
+  that are not counts ("24 is an Indian film"); "one" (a pronoun as often as a number); decimals;
+  numbers the evidence does not state.
 * ``ROLE_SWAP``: the two names of a listed asymmetric relation swap places: "X is/was the
   N of Y" for N in kinship, succession and part-of nouns (father, mother, son, daughter, parent,
   child, grand*, uncle, aunt, nephew, niece, predecessor, successor, mentor, teacher, student,
@@ -47,24 +55,28 @@ Rules and their labels (S = SUPPORTS, R = REFUTES, NEI = NOT ENOUGH INFO):
   succeed, precede, replace, influence, acquire, buy, own, employ, coach, mentor, teach, train,
   kill, murder, assassinate, found, adopt; "X is C than Y" for comparatives (older, younger,
   taller, larger, earlier, ...); "X was born before/after Y" (Y a person).  Both sides must be
-  named entities.  Label: S -> R only.  Skipped: every other relation (married, met, played
-  with, ... are symmetric or unknown).
+  whole names (no name-like neighbour: "Senator Eugene McCarthy" fails), of one type or both
+  parties (PERSON, ORG, GPE, LOC, FAC: "McLuhan taught English" fails).  Label: S -> R only.
+  Skipped: every other relation (married, met, played with, ... are symmetric or unknown), and
+  plural verbs (are/were/VBP would not agree with the swapped subject).
 * ``RELATION``: one lower-case word (not inside a name: "East Timor" stays) is replaced by its
   contrary from :data:`training.contrast_rules.RELATION_LEXICON`: before/after, older/younger,
   largest/smallest, first/last, north/south, east/west (and -ern, northeast/southwest ...),
   increased/decreased, highest/lowest, above/below, earliest/latest, longest/shortest,
-  male/female, winner/loser, successful/unsuccessful, rose/fell, alive/dead, ...; with
-  conditions: comparatives (larger, higher, longer, earlier, more) only before "than";
-  most/least only before an adjective; best/better not in "best known"; won/lost/win only with a
-  contest object (election, game, match, battle, championship, ...); before/after not in "named
-  after"; first/last only as adjectives.  "was born in/on <date>" <-> "died in/on <date>"
-  (singular subjects).  Label: S -> R only.
+  male/female, successful/unsuccessful, alive/dead, ...; with conditions: comparatives (larger,
+  higher, longer, earlier, more) only before "than"; most/least only before an adjective;
+  best/better not in "best known"; won/lost/win only with a definite contest object ("won the
+  election"; "won a championship" -> "lost a championship" may hold too); before/after not in
+  "named after"; first/last only as adjectives.  "was born in/on <date>" <-> "died in/on <date>"
+  for a date with a year, not a decade or century, and a singular subject (born and died in one
+  place, or in one decade, may both hold).  Label: S -> R only.
 * ``ENTITY`` (how HoVer wrote NOT_SUPPORTED claims; the one change that changes a name, as a
-  baseline): a name (PERSON, ORG, GPE, LOC, NORP, FAC, EVENT, WORK_OF_ART) that the evidence
-  states, and that is neither the claim's subject nor an evidence page's title, is replaced by a
-  name of the same spaCy type from the other claims, one the evidence and the claim do not
-  contain and that does not contain it.  Replacing the subject would make the original evidence
-  silent (NEI), not contradicting.  Label: S -> R only.
+  baseline): a whole name (PERSON, ORG, GPE, LOC, NORP, FAC, EVENT, WORK_OF_ART; NORP only as an
+  adjective: "American") that the evidence states, outside the claim's subject phrase and not
+  part of an evidence page's title, is replaced by a name of the same spaCy type and the same use
+  of "the" from the claims (seen at least twice with that type), one the evidence and the claim do
+  not contain and that does not contain it; "a"/"an" before it follows the new name.  Replacing
+  the subject would make the original evidence silent (NEI), not contradicting.  Label: S -> R.
 * ``COMPOSED`` (:func:`compose_contrasts`): 2-4 parts, at least one changed claim, the rest
   changed or unchanged (``UNCHANGED``) claims of other sources, joined as "A, B, and C."
   (:func:`training.compositional.join_claims`); the premise is every part's evidence.  Label

@@ -172,6 +172,8 @@ def substitute_entity(
     new = rng.choice(names)
     edit = pieces(p)
     put(p, edit, ent.start, ent.end, new)
+    if new.endswith(".") and ent.end < len(p.toks) and p.toks[ent.end].text == ".":
+        edit[ent.end] = ("", "")  # "Jr." ends the claim: no "Jr.."
     art = ent.start - 1
     if art >= 0 and p.toks[art].lower in ("a", "an"):
         word = "an" if new[:1].lower() in "aeiou" else "a"

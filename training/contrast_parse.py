@@ -121,13 +121,19 @@ def _name_like(p: ParsedClaim, i: int) -> bool:
 
 def clean_name(p: ParsedClaim, e: Ent) -> bool:
     """True when ``e`` is a whole name: capitalised words (or of/the/van/...) with no name-like
-    neighbours ("Christian" in "Christian Bale", "Senator" before "Eugene McCarthy" fail)."""
+    neighbours ("Christian" in "Christian Bale", "Senator" before "Eugene McCarthy", "Thrones" in
+    "Game of Thrones" fail)."""
     inside = all(
         t.text[:1].isupper() or t.text[:1].isdigit() or t.lower in NAME_FUNCTION_WORDS or not t.text.isalpha()
         for t in p.toks[e.start : e.end]
     )
     before = e.start > 0 and _name_like(p, e.start - 1)
     after = e.end < len(p.toks) and _name_like(p, e.end)
+    # "Game of Thrones": a name joined to another by of/the/... is part of a longer name
+    if e.start > 1 and p.toks[e.start - 1].lower in NAME_FUNCTION_WORDS:
+        before = before or (p.toks[e.start - 1].lower != "the" and _name_like(p, e.start - 2))
+    if e.end + 1 < len(p.toks) and p.toks[e.end].lower in NAME_FUNCTION_WORDS:
+        after = after or _name_like(p, e.end + 1)
     return inside and not before and not after
 
 

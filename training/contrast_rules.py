@@ -29,6 +29,8 @@ NEGATIVE_WORDS = frozenset(
     {"not", "n't", "never", "no", "none", "nobody", "nothing", "neither", "nor", "nowhere", "cannot"}
     | {"rarely", "seldom", "hardly", "barely", "scarcely", "without"}
 )
+# Positive-polarity words: "was once a colony" -> "wasn't once a colony" reads as another claim.
+POSITIVE_POLARITY = frozenset({"some", "somewhere", "someone", "something", "somebody", "once", "already"})
 # Quantified subjects ("All X are Y"): "not" would be ambiguous in scope.
 QUANTIFIERS = frozenset({"all", "every", "each", "some", "many", "most", "few", "both", "any", "several"})
 # "not only", "not until", ...: removing "not" leaves another meaning or no sentence.
@@ -110,7 +112,7 @@ def _negation_blocked(p: ParsedClaim, label: Label) -> bool:
 
 def insert_negation(p: ParsedClaim, label: Label, rng: random.Random) -> tuple[str, str] | None:
     """Negate the main clause: "not" after its first auxiliary or copula, else do-support."""
-    if _negation_blocked(p, label) or any(t.lower in NEGATIVE_WORDS for t in p.toks):
+    if _negation_blocked(p, label) or any(t.lower in NEGATIVE_WORDS | POSITIVE_POLARITY for t in p.toks):
         return None
     root = p.toks[p.root]
     edit = pieces(p)
@@ -335,7 +337,7 @@ def _born_died(p: ParsedClaim) -> tuple[int, int, str] | None:
         for e in p.ents
         if e.label == "DATE"
         and any(YEAR_RE.match(t.text) for t in p.toks[e.start : e.end])
-        and not any(t.lower in ("'s", "s", "century") for t in p.toks[e.start : e.end])  # "the 1900's"
+        and not any(t.lower in ("'s", "s", "century") for t in p.toks[e.start : e.end + 1])  # "the 1900's"
         for i in range(e.start, e.end)
     }
     dated = any(

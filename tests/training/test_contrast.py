@@ -156,6 +156,7 @@ NEGATION_CASES = [
     # scope: quantified subjects, modals that do not negate, coordination of a REFUTES claim
     {"claim": "All dogs are mammals.", "expected": None},
     {"claim": "Tom Hanks may sing.", "expected": None},
+    {"claim": "The Congo was once a Belgian colony.", "expected": None},  # "wasn't once" is another claim
     {"claim": "John Lennon sang and wrote songs.", "label": R, "expected": None},
     {"claim": "Saxony, a state in Germany.", "expected": None},
 ]
