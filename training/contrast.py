@@ -314,7 +314,10 @@ def compose_contrasts(
         target = Label.SUPPORTS if rng.random() < 0.5 else Label.REFUTES
         if target is Label.REFUTES and fillers[Label.NOT_ENOUGH_INFO] and rng.random() < 1 / 3:
             target = Label.NOT_ENOUGH_INFO
-        first = rng.choice(rng.choice(by_kind[target] or by_kind[Label.SUPPORTS]))
+        groups = by_kind[target] or by_kind[Label.SUPPORTS]
+        # weighted by the square root of a type's size: uniform weights reuse a rare type's few claims
+        group = rng.choices(groups, weights=[len(g) ** 0.5 for g in groups])[0]
+        first = rng.choice(group)
         if first.label is not target and not fillers[target]:
             continue
         chosen = [first] if first.label is target else [first, rng.choice(fillers[target])]
