@@ -121,6 +121,22 @@ def build_parser() -> argparse.ArgumentParser:
         "--batch-size", type=_positive_int, default=32, help="claims per pipeline batch (default 32)"
     )
 
+    p = sub.add_parser(
+        "contrast",
+        help="write a contrast set: the dataset's claims (of --part) and their twins made by changes "
+        "that keep every name, as a claims file for evaluate and compare",
+    )
+    _add_common(p)
+    p.add_argument("--out", required=True, help="the claims file to write (JSON Lines, the dataset's format)")
+    p.add_argument(
+        "--kinds",
+        default="negation,negation_removed,number,role_swap,relation",
+        help="changes to apply, comma-separated (default: the name-keeping ones; add entity for entity "
+        "substitution)",
+    )
+    p.add_argument("--seed", type=int, default=13, help="seed of the changes (default 13)")
+    p.add_argument("--force", action="store_true", help="overwrite an existing --out")
+
     p = sub.add_parser("retrieve", help="retrieve evidence for one claim; prints JSON")
     _add_common(p)
     p.add_argument("claim", help="the claim text")

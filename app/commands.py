@@ -127,6 +127,22 @@ def cmd_verify(args: argparse.Namespace, config: Config) -> int:
     return 0
 
 
+def cmd_contrast(args: argparse.Namespace, config: Config) -> int:
+    from app.contrast_set import parse_kinds, write_contrast_set
+
+    kinds = parse_kinds(args.kinds)
+    out = Path(args.out)
+    if out.exists() and not args.force:
+        raise ValueError(f"{out} exists (--force overwrites it)")
+    report = write_contrast_set(config, out, kinds, args.seed, progress=not args.no_progress)
+    corpus = f" --set data.corpus={config.data.corpus}" if config.data.corpus else ""
+    report["evaluate"] = (
+        f"garag evaluate --dataset {config.data.dataset} --set data.claims={out}{corpus} --config CONFIG"
+    )
+    print(json.dumps(report, indent=2))
+    return 0
+
+
 def cmd_retrieve(args: argparse.Namespace, config: Config) -> int:
     from pipeline.retrieval_report import retrieval_report
 
@@ -382,6 +398,7 @@ COMMANDS = {
     "index": cmd_index,
     "retrieve": cmd_retrieve,
     "verify": cmd_verify,
+    "contrast": cmd_contrast,
     "subgraph": cmd_subgraph,
     "evaluate-retrieval": cmd_evaluate_retrieval,
     "train-verifier": cmd_train_verifier,

@@ -137,6 +137,32 @@ def slices_table(metrics: Mapping) -> str:
     return "\n".join(lines) + "\n"
 
 
+def contrast_section(metrics: Mapping) -> list[str]:
+    """Each system's accuracy per change type and its pairs both right, where the claims are a
+    contrast set (``garag contrast``); nothing otherwise."""
+    names = [n for n in metrics["systems"] if metrics["per_system"][n].get("contrast")]
+    if not names:
+        return []
+    per = {n: metrics["per_system"][n]["contrast"] for n in names}
+    head = "| change | n | " + " | ".join(f"{n} acc | {n} pairs" for n in names) + " |"
+    lines = ["## Contrast set", "", head, "|---|---|" + "---|---|" * len(names)]
+    changes = list(per[names[0]]["by_change"]) + ["all changed"]
+    for change in changes:
+        cells = []
+        for n in names:
+            if change == "all changed":
+                acc, pair = per[n]["changed"], per[n]["pairs"]
+            else:
+                acc, pair = per[n]["by_change"][change], per[n]["pairs"]["by_change"].get(change)
+            both = f"{pair['consistent']:.3f}" if pair and pair["n"] else ""
+            cells.append(f"{acc['accuracy']:.3f} | {both}")
+        n_claims = (
+            per[names[0]]["changed"] if change == "all changed" else per[names[0]]["by_change"][change]
+        )["n"]
+        lines.append(f"| {change} | {n_claims} | " + " | ".join(cells) + " |")
+    return [*lines, ""]
+
+
 def attribution_section(metrics: Mapping) -> str:
     lines = []
     for name in metrics["systems"]:
@@ -321,6 +347,7 @@ def render_report(metrics: Mapping, configs: Mapping[str, Config], figures: Mapp
         "## Slices",
         "",
         slices_table(metrics),
+        *contrast_section(metrics),
         "## Which retriever found the gold evidence",
         "",
         attribution_section(metrics),

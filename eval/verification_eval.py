@@ -18,6 +18,7 @@ from typing import Any
 
 from tqdm import tqdm
 
+from eval.contrast_metrics import contrast_metrics, contrast_table
 from eval.fever_score import (
     FeverPrediction,
     confusion_matrix,
@@ -355,6 +356,7 @@ def score_records(
         "groups": per_group,
         "seconds_per_claim": {k: sum(v) / len(v) for k, v in seconds.items()},
         "garag": garag_metrics(claims, recs),
+        **({"contrast": contrast_metrics(claims, predicted)} if any(c.contrast for c in claims) else {}),
     }
 
 
@@ -411,6 +413,13 @@ def metrics_table(name: str, m: dict) -> str:
                 f"{s.get('hover_score', 0.0):.3f} | {s['fever_score']:.3f} | "
                 f"{s['retrieval'].get('recall@5') or 0:.3f} | {s['retrieval'].get('recall@20') or 0:.3f} |"
             )
+    if m.get("contrast"):
+        lines += [
+            "",
+            "Contrast set (changes that keep every name):",
+            "",
+            contrast_table(m["contrast"]).rstrip(),
+        ]
     g = m.get("garag") or {}
     shown = {k: v for k, v in g.items() if v is not None}
     if shown:

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from garag.errors import ErrorPolicy, InputError
 from garag.jsonl import iter_text_lines
-from garag.types import Claim, SentenceId
+from garag.types import Claim, ContrastOf, SentenceId
 
 FEVER_LABELS = ("SUPPORTS", "REFUTES", "NOT ENOUGH INFO")
 HOVER_LABELS = ("SUPPORTED", "NOT_SUPPORTED")
@@ -114,9 +114,33 @@ def _read_claims(
         yield claim
 
 
+def _contrast(obj: dict, path: Path, lineno: int) -> ContrastOf | None:
+    """The optional ``"contrast": {"change": ..., "source": ...}`` of a contrast set's claim."""
+    value = obj.get("contrast")
+    if value is None:
+        return None
+    if not (
+        isinstance(value, dict)
+        and set(value) == {"change", "source"}
+        and isinstance(value["change"], str)
+        and value["change"]
+        and is_claim_id(value["source"])
+    ):
+        raise InputError(
+            str(path), lineno, f"claim {obj['id']!r}: contrast {value!r} is not {{change: NAME, source: ID}}"
+        )
+    return ContrastOf(value["change"], value["source"])
+
+
 def _fever_claim(obj: dict, path: Path, lineno: int) -> Claim:
     evidence = _fever_evidence(obj, path, lineno)
-    return Claim(id=obj["id"], text=obj["claim"], label=obj.get("label"), evidence=evidence)
+    return Claim(
+        id=obj["id"],
+        text=obj["claim"],
+        label=obj.get("label"),
+        evidence=evidence,
+        contrast=_contrast(obj, path, lineno),
+    )
 
 
 def _hover_claim(obj: dict, path: Path, lineno: int) -> Claim:
@@ -135,6 +159,7 @@ def _hover_claim(obj: dict, path: Path, lineno: int) -> Claim:
         label=obj.get("label"),
         evidence=(tuple(items),) if items else (),
         num_hops=obj.get("num_hops"),
+        contrast=_contrast(obj, path, lineno),
     )
 
 

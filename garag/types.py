@@ -39,6 +39,15 @@ class Sentence:
 
 
 @dataclass(frozen=True)
+class ContrastOf:
+    """A claim of a contrast set (``garag contrast``): the claim ``source`` itself (``change``
+    "original") or its twin made by a change that keeps every name (``change`` names it)."""
+
+    change: str
+    source: int | str
+
+
+@dataclass(frozen=True)
 class Claim:
     """A claim to verify.
 
@@ -48,6 +57,7 @@ class Claim:
         label: the dataset's own label string, or None for blind test files.
         evidence: gold evidence sets; any one complete set suffices (HoVer has one).
         num_hops: number of evidence pages for multi-hop datasets, else None.
+        contrast: in a contrast set, which claim this one is or was made from.
     """
 
     id: int | str
@@ -55,6 +65,7 @@ class Claim:
     label: str | None = None
     evidence: tuple[tuple[SentenceId, ...], ...] = ()
     num_hops: int | None = None
+    contrast: ContrastOf | None = None
 
     @property
     def verifiable(self) -> bool:

@@ -71,3 +71,31 @@ def test_fever_embedded_counts():
     claims = list(get_dataset("fever").claims())
     assert len(claims) == 2526
     assert sum(c.verifiable for c in claims) == 1685
+
+
+def test_a_contrast_sets_claims_say_where_they_come_from(tmp_path: Path):
+    from garag.claims import read_hover_claims
+    from garag.types import ContrastOf
+
+    fever = tmp_path / "fever.jsonl"
+    fever.write_text(
+        json.dumps({"id": "7~negation", "label": "SUPPORTS", "claim": "X is not Y.",
+                    "evidence": [[[None, None, "X", 0]]], "contrast": {"change": "negation", "source": 7}})
+        + "\n"
+    )  # fmt: skip
+    assert next(read_fever_claims(fever)).contrast == ContrastOf("negation", 7)
+    hover = tmp_path / "hover.jsonl"
+    hover.write_text(
+        json.dumps({"id": 3, "label": "SUPPORTED", "claim": "X is Y.", "evidence": [["X", 0]]}) + "\n"
+    )
+    assert next(read_hover_claims(hover)).contrast is None
+
+
+@pytest.mark.parametrize("bad", [{"change": "negation"}, {"change": "", "source": 1}, ["negation", 1]])
+def test_a_malformed_contrast_is_one_line_naming_the_line(tmp_path: Path, bad):
+    path = tmp_path / "c.jsonl"
+    path.write_text(json.dumps({"id": 1, "label": "SUPPORTS", "claim": "X is Y.", "contrast": bad}) + "\n")
+    with pytest.raises(
+        InputError, match=r"c\.jsonl:1: claim 1: contrast .* is not \{change: NAME, source: ID\}"
+    ):
+        list(read_fever_claims(path))
