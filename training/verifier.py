@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from garag.artifacts import file_checksums, read_meta, verify_checksums, write_json_atomic
+from garag.artifacts import file_checksums, read_meta, write_json_atomic
 from garag.config import Config
 from garag.datasets import fever
 from garag.errors import ErrorPolicy
@@ -58,8 +58,10 @@ from verifier.trained import (
     EMBEDDED_TEACHER,
     GARAG_BASE,
     base_verifier_config,
+    checked_model_dir,
     fever_train_config,
     mix_verifier_config,
+    needs_aggregator,
     teacher_path,
     train_pairs_path,
     verifier_artifact_dir,
@@ -148,15 +150,10 @@ def ensure_verifier(config: Config, progress: bool = True, force: bool = False) 
     if config.verifier.model:
         return config.verifier.model
     out_dir = verifier_artifact_dir(config)
-    meta = None if force else read_meta(out_dir)
-    if meta is None:
+    if force or read_meta(out_dir) is None:
         train_from_fever(config, out_dir, progress=progress)
-    elif "model_files" in meta:
-        hint = f"retrain it with `garag train-verifier --force` or delete {out_dir}"
-        verify_checksums(out_dir / "model", meta["model_files"], hint)
-    model_dir = out_dir / "model"
-    vc = config.verifier
-    if vc.mode == "per_sentence" and vc.aggregation != "rule" and read_aggregator(model_dir) is None:
+    model_dir = checked_model_dir(config)
+    if needs_aggregator(config) and read_aggregator(model_dir) is None:
         # A verifier trained before the aggregator existed (or with an older one): fit it now, once.
         fit_claim_aggregator(config, model_dir, progress)
     return str(model_dir)

@@ -23,6 +23,9 @@ from verifier.inputs import PREMISE_FORMAT
 GENERATOR_VERSION = "garag-compositional-v1"
 
 
+TRAIN_HINT = "garag train-verifier (with this config and its --set overrides)"
+
+
 class VerifierNotTrainedError(ValueError):
     """The config's verifier has not been trained (or its files no longer match their checksums)."""
 
@@ -161,27 +164,44 @@ def teacher_path(config: Config) -> Path | None:
     return path
 
 
-def trained_verifier_path(config: Config) -> str:
-    """The checkpoint a pipeline with ``config`` loads: ``verifier.model`` when set (hub id or path),
-    else garag's own trained verifier, checked against the checksums its training recorded.
+def needs_aggregator(config: Config) -> bool:
+    """Whether ``config``'s verifier reads claims through a fitted claim aggregator."""
+    vc = config.verifier
+    return vc.mode == "per_sentence" and vc.aggregation != "rule"
+
+
+def checked_model_dir(config: Config) -> Path:
+    """The model folder of garag's own verifier for ``config``, checked against the checksums its
+    training recorded.
 
     Raises:
-        VerifierNotTrainedError: not trained yet, its files changed, or (per-sentence with a learned
-            aggregation) its claim aggregator is missing or older; one line naming the folder and
-            the command that trains it.
+        VerifierNotTrainedError: not trained yet (one line naming the folder and the command).
+        garag.artifacts.ArtifactError: its files changed since (with the hint to retrain).
     """
-    if config.verifier.model:
-        return config.verifier.model
     out_dir = verifier_artifact_dir(config)
-    train = "garag train-verifier (with this config and its --set overrides)"
     meta = read_meta(out_dir)
     if meta is None:
-        raise VerifierNotTrainedError(f"no trained verifier for this config in {out_dir}: run {train}")
+        raise VerifierNotTrainedError(f"no trained verifier for this config in {out_dir}: run {TRAIN_HINT}")
     if "model_files" in meta:
         hint = f"retrain it with `garag train-verifier --force` or delete {out_dir}"
         verify_checksums(out_dir / "model", meta["model_files"], hint)
-    model_dir = out_dir / "model"
-    vc = config.verifier
-    if vc.mode == "per_sentence" and vc.aggregation != "rule" and read_aggregator(model_dir) is None:
-        raise VerifierNotTrainedError(f"{model_dir}: no claim aggregator of this version yet: run {train}")
+    return out_dir / "model"
+
+
+def trained_verifier_path(config: Config) -> str:
+    """The checkpoint a pipeline with ``config`` loads: ``verifier.model`` when set (hub id or path),
+    else garag's own trained verifier (:func:`checked_model_dir`) with its claim aggregator.
+
+    Raises:
+        VerifierNotTrainedError: not trained yet, or (per-sentence with a learned aggregation) its
+            claim aggregator is missing or older; one line naming the folder and the command that
+            trains it.
+    """
+    if config.verifier.model:
+        return config.verifier.model
+    model_dir = checked_model_dir(config)
+    if needs_aggregator(config) and read_aggregator(model_dir) is None:
+        raise VerifierNotTrainedError(
+            f"{model_dir}: no claim aggregator of this version yet: run {TRAIN_HINT}"
+        )
     return str(model_dir)

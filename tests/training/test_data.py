@@ -141,7 +141,7 @@ def test_a_damaged_trained_verifier_is_refused_with_a_retrain_hint(tmp_path: Pat
     from garag.artifacts import ArtifactError, file_checksums, write_json_atomic
     from garag.config import load_config
     from training.verifier import ensure_verifier
-    from verifier.trained import verifier_artifact_dir
+    from verifier.trained import trained_verifier_path, verifier_artifact_dir
 
     config = load_config(overrides=[f"paths.cache_dir={tmp_path}", "verifier.aggregation=rule"])
     out_dir = verifier_artifact_dir(config)
@@ -149,11 +149,14 @@ def test_a_damaged_trained_verifier_is_refused_with_a_retrain_hint(tmp_path: Pat
     meta = {"kind": "verifier", "model_files": file_checksums(out_dir / "model")}
     write_json_atomic(out_dir / "meta.json", meta)
     assert ensure_verifier(config, progress=False) == str(out_dir / "model")
+    assert trained_verifier_path(config) == str(out_dir / "model")
     weights = max((out_dir / "model").iterdir(), key=lambda p: p.stat().st_size)
     data = weights.read_bytes()
     weights.write_bytes(data[:-1] + bytes([data[-1] ^ 1]))
     with pytest.raises(ArtifactError) as err:
         ensure_verifier(config, progress=False)
+    with pytest.raises(ArtifactError, match="damaged"):
+        trained_verifier_path(config)  # what a pipeline loads is checked the same way
     assert str(err.value) == (
         f"{weights}: cached artifact does not match its checksum from the build (damaged); "
         f"retrain it with `garag train-verifier --force` or delete {out_dir}"
