@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -85,8 +87,8 @@ class Server:
     service: object
 
 
-@pytest.fixture(scope="session")
-def server(service) -> Server:
+@contextmanager
+def serving(service) -> Iterator[Server]:
     """The real app under a real uvicorn on 127.0.0.1 (an OS-chosen port), in a thread."""
     import threading
     import time
@@ -107,6 +109,33 @@ def server(service) -> Server:
             raise RuntimeError("uvicorn did not start")
         time.sleep(0.05)
     port = srv.servers[0].sockets[0].getsockname()[1]
-    yield Server(f"http://127.0.0.1:{port}", service)
-    srv.should_exit = True
-    thread.join(10)
+    try:
+        yield Server(f"http://127.0.0.1:{port}", service)
+    finally:
+        srv.should_exit = True
+        thread.join(10)
+
+
+@pytest.fixture(scope="session")
+def server(service) -> Iterator[Server]:
+    """The real app under a real uvicorn on 127.0.0.1, without an API key."""
+    with serving(service) as srv:
+        yield srv
+
+
+API_KEY = "s3cret-for-tests"
+
+
+@pytest.fixture(scope="session")
+def keyed_server(world: World) -> Iterator[Server]:
+    """The same world served with ``GARAG_API_KEY`` set (its own service and uvicorn)."""
+    from app.serve.service import ServeSettings, Service, load_configs
+
+    settings = ServeSettings(
+        max_batch=4, micro_batch=8, max_wait=0.05, results_dir=world.results, timeout=60, api_key=API_KEY
+    )
+    svc = Service(load_configs([str(world.configs["baseline"])]), settings).load()
+    assert svc.ready, svc.error
+    with serving(svc) as srv:
+        yield srv
+    svc.close()

@@ -14,7 +14,7 @@ import shutil
 
 import pytest
 
-from .conftest import XSS_CLAIM
+from .conftest import API_KEY, XSS_CLAIM
 
 sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
 
@@ -153,3 +153,28 @@ def test_markup_in_claims_and_corpus_renders_as_text(page):
     assert page.evaluate("() => window.__xss") is None  # no script ran, no onerror fired
     assert page.locator("main img").count() == 0 and page.locator("main script").count() == 0
     assert page.errors == []
+
+
+def test_with_an_api_key_the_page_works_once_the_key_is_typed(browser, keyed_server):
+    """Keyed mode: before a key the status says so and there are no configs; the key typed once is
+    kept for the tab, sent with every call (/v1/ready too), and the configs load without a reload."""
+    ctx = browser.new_context()
+    pg = ctx.new_page()
+    pg.goto(keyed_server.url + "/")
+    sync_api.expect(pg.locator("#status")).to_have_text("API key needed", timeout=30_000)
+    sync_api.expect(pg.locator("input.cfg")).to_have_count(0)
+    pg.fill("#api-key", "wrong")
+    pg.dispatch_event("#api-key", "change")
+    sync_api.expect(pg.locator("#status")).to_have_text("wrong API key", timeout=30_000)
+    pg.fill("#api-key", API_KEY)
+    pg.dispatch_event("#api-key", "change")
+    sync_api.expect(pg.locator("#status")).to_have_text("ready", timeout=30_000)
+    sync_api.expect(pg.locator("input.cfg")).to_have_count(1)
+    assert pg.evaluate("() => sessionStorage.getItem('garag-key')") == API_KEY
+    verify(pg, "The Beatles were formed in Liverpool.")
+    badge = pg.locator("article.result[data-config=baseline] .verdict .badge")
+    sync_api.expect(badge).to_have_count(1)
+    pg.reload()  # the key stays for the tab
+    sync_api.expect(pg.locator("#status")).to_have_text("ready", timeout=30_000)
+    sync_api.expect(pg.locator("input.cfg")).to_have_count(1)
+    ctx.close()

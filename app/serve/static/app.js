@@ -56,12 +56,21 @@ function labelBadge(label) {
 
 async function refreshStatus() {
   const node = $("status");
+  clearTimeout(state.statusTimer);
   try {
-    const r = await fetch("/v1/ready");
+    const headers = {};
+    const key = $("api-key").value || sessionStorage.getItem("garag-key") || "";
+    if (key) headers["X-API-Key"] = key;
+    const r = await fetch("/v1/ready", { headers });
+    if (r.status === 401) {
+      node.textContent = key ? "wrong API key" : "API key needed";
+      node.className = "status bad";
+      return; // checked again when a key is entered
+    }
     const data = await r.json();
     node.textContent = data.ready ? "ready" : data.error ? "failed: " + data.error : "loading models…";
     node.className = "status " + (data.ready ? "ok" : data.error ? "bad" : "wait");
-    if (!data.ready && !data.error) setTimeout(refreshStatus, 2000);
+    if (!data.ready && !data.error) state.statusTimer = setTimeout(refreshStatus, 2000);
   } catch (e) {
     node.textContent = "offline";
     node.className = "status bad";
@@ -72,6 +81,7 @@ async function refreshStatus() {
 
 async function loadConfigs() {
   const box = $("configs");
+  box.replaceChildren();
   try {
     const data = await api("/v1/configs");
     state.configs = data.configs;
@@ -359,7 +369,12 @@ function showView(id) {
 
 document.addEventListener("DOMContentLoaded", () => {
   $("api-key").value = sessionStorage.getItem("garag-key") || "";
-  $("api-key").addEventListener("change", () => sessionStorage.setItem("garag-key", $("api-key").value));
+  $("api-key").addEventListener("change", () => {
+    // kept for this tab only; the status and the configs are asked again with it
+    sessionStorage.setItem("garag-key", $("api-key").value);
+    refreshStatus();
+    loadConfigs();
+  });
   for (const t of document.querySelectorAll("button.tab")) t.addEventListener("click", () => showView(t.dataset.view));
   $("verify-form").addEventListener("submit", onVerify);
   $("run-select").addEventListener("change", () => openRun($("run-select").value));
