@@ -160,7 +160,7 @@ def test_decide_runs_the_judge_on_three_way_data_when_always():
 def test_another_judge_prompt_names_another_run(monkeypatch):
     import verifier.llm_judge as judge_module
 
-    judged = load_config("configs/baseline-joint.yaml", ["verifier.llm_judge=two_way"])
+    judged = load_config("configs/baseline.yaml+configs/joint.yaml", ["verifier.llm_judge=two_way"])
     before = run_config_hash(judged, two_way=True)
     real = judge_module.load_prompt
 
@@ -172,7 +172,7 @@ def test_another_judge_prompt_names_another_run(monkeypatch):
     )
     assert run_config_hash(judged, two_way=True) != before
     assert run_config_hash(judged, two_way=False) == run_config_hash(
-        load_config("configs/baseline-joint.yaml"), two_way=False
+        load_config("configs/baseline.yaml+configs/joint.yaml"), two_way=False
     )
 
 

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
+from training import backbones
 from training.backbones import MPNET_PARTS, assemble_mpnet, mpnet_part_paths, resolve_backbone
-from verifier import backbones
 
 FILES = {
     "all-mpnet-base-v2/config.json": b'{"model_type": "mpnet"}',
