@@ -24,6 +24,7 @@ from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 import garag
+from garag.text import detokenize
 from garag.types import SentenceId
 
 from . import models as m
@@ -305,8 +306,9 @@ def create_app(service: Service, runs: RunIndex | None = None) -> FastAPI:
         def sentences(ids: list) -> list[dict]:
             out = []
             for page, line in ids:
-                text = service.sentence_text(corpus, SentenceId(str(page), int(line)))
-                out.append({"page": str(page), "line": int(line), "text": text})
+                raw = service.sentence_text(corpus, SentenceId(str(page), int(line)))
+                text = detokenize(raw) if raw is not None else None
+                out.append({"page": str(page), "line": int(line), "text": text, "raw_text": raw})
             return out
 
         key = json.dumps(info["id"])

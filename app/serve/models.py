@@ -35,7 +35,8 @@ class EvidenceOut(BaseModel):
 
     page: str
     line: int
-    text: str
+    text: str = Field(description="the sentence as people write it (FEVER's -LRB- and spacing undone)")
+    raw_text: str = Field(description="the sentence as the corpus stores it")
     score: float = Field(description="the ranking score (retrieval fusion, or the graph's eq. 4)")
     retrievers: list[str] = Field(description="the retrievers that found it (bm25, dense, graal)")
     cited: bool = Field(description="the verdict cites it as evidence")
@@ -49,7 +50,8 @@ class NodeOut(BaseModel):
     propagated: float
     page: str | None = None
     line: int | None = None
-    text: str | None = Field(None, description="fact nodes: the sentence")
+    text: str | None = Field(None, description="fact nodes: the sentence, as people write it")
+    raw_text: str | None = Field(None, description="fact nodes: the sentence as the corpus stores it")
     claim: bool = Field(False, description="entity nodes: one of the claim's entities")
 
 
@@ -180,7 +182,8 @@ class RunClaimsResponse(BaseModel):
 class SentenceOut(BaseModel):
     page: str
     line: int
-    text: str | None
+    text: str | None = Field(description="as people write it; None where no loaded config reads the corpus")
+    raw_text: str | None = Field(description="as the corpus stores it")
 
 
 class RunClaimDetail(BaseModel):

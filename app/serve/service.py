@@ -23,6 +23,7 @@ from garag.config import (
     load_config,
     scoped_overrides,
 )
+from garag.text import detokenize
 from garag.types import Claim, SentenceId
 from pipeline.graph_reasoning import fact_graph_view
 from pipeline.verification import ClaimResult, VerificationPipeline
@@ -188,7 +189,8 @@ class Service:
             {
                 "page": e.sentence.page,
                 "line": e.sentence.line,
-                "text": e.text,
+                "text": detokenize(e.text),
+                "raw_text": e.text,
                 "score": float(e.score),
                 "retrievers": sorted(found.get(e.sentence, [])),
                 "cited": e.sentence in cited,
@@ -205,7 +207,7 @@ class Service:
                     if key not in texts:
                         sent = s.pipe.store.get(SentenceId(node["page"], node["line"]))
                         texts[key] = sent.text if sent is not None else ""
-                    node["text"] = texts[key]
+                    node["text"], node["raw_text"] = detokenize(texts[key]), texts[key]
             graph = {
                 **view,
                 "claim_entities": list(result.graph.claim_entities),

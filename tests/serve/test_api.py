@@ -20,6 +20,7 @@ from fastapi.testclient import TestClient  # noqa: E402
 
 from app.serve.app import create_app  # noqa: E402
 from app.serve.service import Service, load_configs  # noqa: E402
+from garag.text import detokenize  # noqa: E402
 from garag.types import SentenceId  # noqa: E402
 
 CLAIM = "The Beatles were formed in Liverpool."
@@ -67,7 +68,8 @@ def test_baseline_verdict_has_evidence_with_ids_text_and_retrievers(client: Test
     store = service.served["baseline"].pipe.store
     assert len(body["evidence"]) == 3  # the config's verifier.top_k
     for e in body["evidence"]:
-        assert store.get(SentenceId(e["page"], e["line"])).text == e["text"]
+        raw = store.get(SentenceId(e["page"], e["line"])).text
+        assert e["raw_text"] == raw and e["text"] == detokenize(raw)
         assert e["retrievers"] == ["bm25"]
     assert ("The_Beatles", 0) in [(e["page"], e["line"]) for e in body["evidence"]]
     cited = [(e["page"], e["line"]) for e in body["evidence"] if e["cited"]]
@@ -396,7 +398,9 @@ def test_run_claim_detail_has_both_systems_evidence_with_text(client: TestClient
     store = service.served["baseline"].pipe.store
     for system, sents in d["sentences"].items():
         assert [[s["page"], s["line"]] for s in sents] == d["records"][system]["evidence_read"]
-        assert all(s["text"] == store.get(SentenceId(s["page"], s["line"])).text for s in sents)
+        for s in sents:
+            raw = store.get(SentenceId(s["page"], s["line"])).text
+            assert (s["raw_text"], s["text"]) == (raw, detokenize(raw))
     assert [[s["page"], s["line"]] for s in d["gold_evidence"][0]] == [["The_Beatles", 0], ["Liverpool", 0]]
 
 
@@ -416,6 +420,14 @@ def test_run_claim_detail_has_both_systems_evidence_with_text(client: TestClient
 def test_run_errors(client: TestClient, world, path, status):
     r = client.get(path.format(run=world.run_id))
     assert r.status_code == status and r.json()["status"] == status
+
+
+def test_evidence_reads_as_people_write_it_and_keeps_the_corpus_text(client: TestClient):
+    body = client.post(
+        "/v1/verify", json={"claim": "John Lennon was born in 1940.", "config": "baseline"}
+    ).json()
+    lennon = next(e for e in body["evidence"] if "-LRB-" in e["raw_text"])
+    assert "-LRB-" not in lennon["text"] and "(" in lennon["text"]
 
 
 def test_markup_claims_come_back_as_plain_json_text(client: TestClient):
