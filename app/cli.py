@@ -208,6 +208,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--host", default="127.0.0.1", help="bind address (default 127.0.0.1; others need GARAG_API_KEY)"
     )
     p.add_argument("--port", type=int, default=8000, help="port (default 8000)")
+    p.add_argument(
+        "--allowed-host", dest="allowed_hosts", action="append", default=[], metavar="NAME",
+        help="a name clients may reach the server by (the Host header), besides the loopback names and "
+        "--host (repeatable)",
+    )  # fmt: skip
     p.add_argument("--results-dir", help="where compare runs are browsed (default: paths.results_dir)")
     p.add_argument(
         "--max-batch", type=_positive_int, default=64, help="claims per batch request (default 64)"

@@ -347,6 +347,15 @@ def cmd_split(args: argparse.Namespace, config: Config) -> int:
     return 0
 
 
+def serve_hosts(bind: str, extra: list[str]) -> tuple[str, ...]:
+    """The Host names the server answers: the loopback ones, the bind address unless it is a wildcard
+    (0.0.0.0, ::), and ``--allowed-host``."""
+    from app.serve.service import LOOPBACK_HOSTS
+
+    names = [*LOOPBACK_HOSTS, *([] if bind in ("0.0.0.0", "::", "") else [bind]), *extra]
+    return tuple(dict.fromkeys(n.strip().strip("[]").lower() for n in names if n.strip()))
+
+
 def cmd_serve(args: argparse.Namespace, config: Config) -> int:
     import ipaddress
     import os
@@ -378,6 +387,7 @@ def cmd_serve(args: argparse.Namespace, config: Config) -> int:
         max_body=args.max_body,
         timeout=args.timeout,
         api_key=key,
+        allowed_hosts=serve_hosts(args.host, args.allowed_hosts),
         results_dir=Path(args.results_dir or config.paths.results_dir),
     )
     configs = load_configs(args.configs, args.overrides)

@@ -48,6 +48,14 @@ class ApiError(Exception):
         self.status, self.message = status, message
 
 
+def host_name(header: str) -> str:
+    """The name of a ``Host`` header, without its port: ``[::1]:8000`` -> ``::1``, lower-cased."""
+    header = header.strip().lower()
+    if header.startswith("["):
+        return header[1:].partition("]")[0]
+    return header.rpartition(":")[0] if header.count(":") == 1 else header
+
+
 def _error(status: int, message: str, detail: list | None = None) -> JSONResponse:
     body = {"error": message, "status": status}
     if detail is not None:
@@ -131,6 +139,9 @@ def create_app(service: Service, runs: RunIndex | None = None) -> FastAPI:
     @app.middleware("http")
     async def guard(request: Request, call_next):  # noqa: ANN202
         path = request.url.path
+        host = host_name(request.headers.get("host", ""))
+        if host not in settings.allowed_hosts:
+            return _error(400, f"host {host!r} is not allowed (garag serve --allowed-host {host or 'NAME'})")
         if settings.api_key and path.startswith("/v1/") and path not in OPEN_PATHS:
             given = request.headers.get("x-api-key", "")
             if not hmac.compare_digest(given.encode(), settings.api_key.encode()):

@@ -36,6 +36,9 @@ logger = logging.getLogger(__name__)
 PATH_HITS = 10
 
 
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
+
+
 @dataclass
 class ServeSettings:
     """Limits and batching of the service (``garag serve`` flags).
@@ -49,6 +52,8 @@ class ServeSettings:
         timeout: seconds a request may wait for its verdict (504 after).
         api_key: required as ``X-API-Key`` on /v1 (except /v1/health) when set.
         results_dir: where ``compare`` runs are read from.
+        allowed_hosts: the names a request's ``Host`` header may give (any port); others get 400,
+            so that a web page on another site cannot reach a loopback server by DNS rebinding.
     """
 
     max_batch: int = 64
@@ -58,6 +63,7 @@ class ServeSettings:
     timeout: float = 120.0
     api_key: str | None = None
     results_dir: Path = Path("results")
+    allowed_hosts: tuple[str, ...] = LOOPBACK_HOSTS
 
 
 @dataclass

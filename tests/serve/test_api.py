@@ -23,6 +23,7 @@ from app.serve.service import Service, load_configs  # noqa: E402
 from garag.text import detokenize  # noqa: E402
 from garag.types import SentenceId  # noqa: E402
 
+LOCAL = "http://127.0.0.1"  # a loopback Host: the server answers no other name by default
 CLAIM = "The Beatles were formed in Liverpool."
 
 
@@ -35,7 +36,7 @@ def with_settings(service: Service, **changes) -> Service:
 
 @pytest.fixture(scope="module")
 def client(service) -> TestClient:
-    return TestClient(create_app(service))
+    return TestClient(create_app(service), base_url=LOCAL)
 
 
 def test_health_ready_configs_and_openapi(client: TestClient):
@@ -263,7 +264,7 @@ def test_too_large_is_413(client: TestClient, service):
     assert r.status_code == 413 and r.json() == {"error": "claims: 5 claims, the limit is 4", "status": 413}
     big = client.post("/v1/verify", json={"claim": "x" * (300 * 1024)})
     assert big.status_code == 413 and "bytes" in big.json()["error"]
-    small = TestClient(create_app(with_settings(service, max_body=64)))
+    small = TestClient(create_app(with_settings(service, max_body=64)), base_url=LOCAL)
     chunked = small.post("/v1/verify", content=iter([b'{"claim": "', b"y" * 100, b'"}']),
                          headers={"content-type": "application/json"})  # fmt: skip
     assert chunked.status_code == 413  # no content-length: counted as it streams
@@ -276,7 +277,7 @@ def test_batch_errors_name_the_claim(client: TestClient):
 
 
 def test_api_key_is_required_when_set(service):
-    keyed = TestClient(create_app(with_settings(service, api_key="s3cret")))
+    keyed = TestClient(create_app(with_settings(service, api_key="s3cret")), base_url=LOCAL)
     assert keyed.get("/v1/health").status_code == 200  # liveness stays open
     for method, path, body in [("get", "/v1/runs", None), ("post", "/v1/verify", {"claim": CLAIM}),
                                ("get", "/v1/configs", None)]:  # fmt: skip
@@ -293,7 +294,7 @@ def test_not_ready_is_503_and_health_still_answers(world):
     from app.serve.service import ServeSettings
 
     loading = Service(load_configs([world.configs["baseline"]]), ServeSettings(results_dir=world.results))
-    c = TestClient(create_app(loading))
+    c = TestClient(create_app(loading), base_url=LOCAL)
     assert c.get("/v1/health").status_code == 200
     ready = c.get("/v1/ready")
     assert ready.status_code == 503 and ready.json()["ready"] is False
@@ -307,12 +308,12 @@ def test_failed_load_is_reported_by_ready(world, tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text(world.configs["baseline"].read_text().replace("wiki-pages", "no-such-corpus"))
     svc = Service(load_configs([bad]), ServeSettings()).load()
-    body = TestClient(create_app(svc)).get("/v1/ready").json()
+    body = TestClient(create_app(svc), base_url=LOCAL).get("/v1/ready").json()
     assert body["ready"] is False and "no-such-corpus" in body["error"]
 
 
 def test_timeout_is_504(service):
-    slow = TestClient(create_app(with_settings(service, timeout=1e-4)))
+    slow = TestClient(create_app(with_settings(service, timeout=1e-4)), base_url=LOCAL)
     r = slow.post("/v1/verify", json={"claim": CLAIM, "config": "graph"})
     assert r.status_code == 504 and r.json()["error"].startswith("no verdict within")
 
@@ -334,7 +335,9 @@ def test_internal_error_is_500_json_without_details(world):
     from app.serve.service import ServeSettings
 
     svc = Service(load_configs([world.configs["baseline"]]), ServeSettings(), factory=FailingPipeline).load()
-    r = TestClient(create_app(svc), raise_server_exceptions=False).post("/v1/verify", json={"claim": CLAIM})
+    r = TestClient(create_app(svc), raise_server_exceptions=False, base_url=LOCAL).post(
+        "/v1/verify", json={"claim": CLAIM}
+    )
     assert r.status_code == 500
     assert r.json() == {"error": "internal error: RuntimeError", "status": 500}
     assert "passwd" not in r.text and "Traceback" not in r.text
@@ -477,3 +480,34 @@ def test_configs_name_each_configs_llm_judge(tmp_path, world):
     described = Service(load_configs(paths), settings).describe()
     assert {c["name"]: c["llm_judge"] for c in described} == {
         "plain": "never", "judged": "always", "hover_only": "two_way"}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("host", "status"),
+    [("127.0.0.1:8000", 200), ("localhost", 200), ("[::1]:8000", 200), ("LOCALHOST:1", 200),
+     ("evil.example", 400), ("evil.example:8000", 400), ("127.0.0.1.evil.example", 400), ("", 400)],
+)  # fmt: skip
+def test_only_allowed_host_names_are_answered(client: TestClient, host: str, status: int):
+    """A page on another site that rebinds its name to 127.0.0.1 sends its own Host: refused, on every
+    path (the page and /v1/health too)."""
+    for path in ("/", "/v1/health", "/v1/configs"):
+        r = client.get(path, headers={"host": host})
+        assert r.status_code == status, (path, host)
+        if status == 400:
+            assert "is not allowed (garag serve --allowed-host" in r.json()["error"]
+
+
+def test_allowed_host_adds_a_name(service):
+    c = TestClient(
+        create_app(with_settings(service, allowed_hosts=("127.0.0.1", "garag.lan"))), base_url=LOCAL
+    )
+    assert c.get("/v1/health", headers={"host": "garag.lan:8000"}).status_code == 200
+    assert c.get("/v1/health", headers={"host": "localhost"}).status_code == 400
+
+
+def test_serve_answers_the_loopback_names_the_bind_address_and_allowed_hosts():
+    from app.commands import serve_hosts
+
+    assert serve_hosts("127.0.0.1", []) == ("127.0.0.1", "localhost", "::1")
+    assert serve_hosts("0.0.0.0", ["Garag.LAN"]) == ("127.0.0.1", "localhost", "::1", "garag.lan")
+    assert serve_hosts("192.168.1.5", []) == ("127.0.0.1", "localhost", "::1", "192.168.1.5")
