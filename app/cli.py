@@ -221,6 +221,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--micro-batch", type=_positive_int, default=16, help="most claims per verifier batch (default 16)"
     )
     p.add_argument(
+        "--max-queue",
+        type=_positive_int,
+        default=256,
+        help="most claims waiting per config; more get 429 with Retry-After (default 256)",
+    )
+    p.add_argument(
         "--max-wait-ms",
         type=float,
         default=50.0,

@@ -383,6 +383,7 @@ def cmd_serve(args: argparse.Namespace, config: Config) -> int:
     settings = ServeSettings(
         max_batch=args.max_batch,
         micro_batch=args.micro_batch,
+        max_queue=args.max_queue,
         max_wait=args.max_wait_ms / 1000,
         max_body=args.max_body,
         timeout=args.timeout,

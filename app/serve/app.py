@@ -28,6 +28,7 @@ from garag.text import detokenize
 from garag.types import SentenceId
 
 from . import models as m
+from .batcher import QueueFull
 from .runs import HEADLINE, RunIndex, RunNotFound, filter_claims, page_of, run_labels
 from .service import Service
 
@@ -43,9 +44,9 @@ OPEN_PATHS = ("/v1/health",)
 
 
 class ApiError(Exception):
-    def __init__(self, status: int, message: str) -> None:
+    def __init__(self, status: int, message: str, headers: dict[str, str] | None = None) -> None:
         super().__init__(message)
-        self.status, self.message = status, message
+        self.status, self.message, self.headers = status, message, headers
 
 
 def host_name(header: str) -> str:
@@ -158,7 +159,9 @@ def create_app(service: Service, runs: RunIndex | None = None) -> FastAPI:
 
     @app.exception_handler(ApiError)
     async def api_error(_: Request, e: ApiError) -> JSONResponse:
-        return _error(e.status, e.message)
+        response = _error(e.status, e.message)
+        response.headers.update(e.headers or {})
+        return response
 
     @app.exception_handler(RequestValidationError)
     async def invalid(_: Request, e: RequestValidationError) -> JSONResponse:
@@ -214,7 +217,14 @@ def create_app(service: Service, runs: RunIndex | None = None) -> FastAPI:
             if not c.strip():
                 raise ApiError(422, f"claims.{i}: the claim is empty" if len(claims) > 1 else "claim: empty")
         started = time.perf_counter()
-        futures = service.submit(config, claims, k)
+        try:
+            futures = service.submit(config, claims, k)
+        except QueueFull as e:
+            raise ApiError(
+                429,
+                f"busy: {e.waiting} claims are waiting for config {config!r} (at most {settings.max_queue})",
+                {"Retry-After": str(e.retry_after)},
+            ) from None
         try:
             out = await asyncio.wait_for(
                 asyncio.gather(*(asyncio.wrap_future(f) for f in futures)), settings.timeout

@@ -52,6 +52,7 @@ class ServeSettings:
         timeout: seconds a request may wait for its verdict (504 after).
         api_key: required as ``X-API-Key`` on /v1 (except /v1/health) when set.
         results_dir: where ``compare`` runs are read from.
+        max_queue: most claims waiting per config; a request beyond gets 429 with ``Retry-After``.
         allowed_hosts: the names a request's ``Host`` header may give (any port); others get 400,
             so that a web page on another site cannot reach a loopback server by DNS rebinding.
     """
@@ -63,6 +64,7 @@ class ServeSettings:
     timeout: float = 120.0
     api_key: str | None = None
     results_dir: Path = Path("results")
+    max_queue: int = 256
     allowed_hosts: tuple[str, ...] = LOOPBACK_HOSTS
 
 
@@ -133,7 +135,11 @@ class Service:
                 started = time.perf_counter()
                 s.pipe = self.factory(s.config).build()
                 s.batcher = MicroBatcher(
-                    self._batch_fn(s), self.settings.micro_batch, self.settings.max_wait, f"batch-{s.name}"
+                    self._batch_fn(s),
+                    self.settings.micro_batch,
+                    self.settings.max_wait,
+                    f"batch-{s.name}",
+                    max_queue=self.settings.max_queue,
                 )
                 logger.info("config %s loaded in %.1f s", s.name, time.perf_counter() - started)
             self.ready = True

@@ -13,7 +13,7 @@ import threading
 
 import pytest
 
-from .conftest import XSS_CLAIM
+from .conftest import XSS_CLAIM, serving
 
 fastapi = pytest.importorskip("fastapi")
 from fastapi.testclient import TestClient  # noqa: E402
@@ -511,3 +511,35 @@ def test_serve_answers_the_loopback_names_the_bind_address_and_allowed_hosts():
     assert serve_hosts("127.0.0.1", []) == ("127.0.0.1", "localhost", "::1")
     assert serve_hosts("0.0.0.0", ["Garag.LAN"]) == ("127.0.0.1", "localhost", "::1", "garag.lan")
     assert serve_hosts("192.168.1.5", []) == ("127.0.0.1", "localhost", "::1", "192.168.1.5")
+
+
+def test_a_flood_gets_429s_while_the_server_keeps_answering(world):
+    """60 concurrent requests of 3 claims each on a real uvicorn whose queue holds 4 claims: some are
+    answered, the rest get 429 with Retry-After, none a 5xx, and /v1/health answers in the middle."""
+    import httpx
+
+    from app.serve.service import ServeSettings
+
+    settings = ServeSettings(micro_batch=1, max_wait=0.0, results_dir=world.results, timeout=60, max_queue=4)
+    svc = Service(load_configs([str(world.configs["baseline"])]), settings).load()
+    statuses: list[int] = []
+    retry_after: set[str] = set()
+    with serving(svc) as server, httpx.Client(base_url=server.url, timeout=60) as http:
+
+        def one() -> None:
+            r = http.post("/v1/verify/batch", json={"claims": [CLAIM] * 3, "config": "baseline"})
+            statuses.append(r.status_code)
+            if r.status_code == 429:
+                retry_after.add(r.headers.get("retry-after", ""))
+
+        threads = [threading.Thread(target=one) for _ in range(60)]
+        for t in threads:
+            t.start()
+        health = http.get("/v1/health")
+        for t in threads:
+            t.join(60)
+    svc.close()
+    assert health.status_code == 200
+    assert len(statuses) == 60 and set(statuses) <= {200, 429}
+    assert statuses.count(200) >= 1 and statuses.count(429) >= 1
+    assert retry_after and all(v.isdigit() and int(v) >= 1 for v in retry_after)

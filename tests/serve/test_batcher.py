@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from app.serve.batcher import MicroBatcher
+from app.serve.batcher import MicroBatcher, QueueFull
 
 
 def test_each_caller_gets_its_own_result_and_batches_form():
@@ -93,7 +93,31 @@ def test_cancelled_items_are_not_run():
         b.submit(3)
 
 
-@pytest.mark.parametrize("kwargs", [{"max_batch": 0}, {"max_wait": -1}])
+def test_a_full_queue_refuses_a_request_whole_and_says_when_to_retry():
+    release = threading.Event()
+    started = threading.Event()
+
+    def held(items):  # noqa: ANN001, ANN202
+        started.set()
+        release.wait(5)
+        return items
+
+    b = MicroBatcher(held, max_batch=2, max_wait=0, max_queue=3)
+    running = b.submit_many([0])  # taken by the worker at once: it waits no more
+    assert started.wait(5)
+    waiting = b.submit_many([1, 2, 3])
+    with pytest.raises(QueueFull) as full:
+        b.submit_many([4])
+    assert full.value.waiting == 3 and full.value.retry_after >= 1
+    with pytest.raises(QueueFull):
+        b.submit_many([5, 6])  # none of them queued: all or nothing
+    release.set()
+    assert [f.result(5) for f in running + waiting] == [0, 1, 2, 3]
+    assert b.submit_many([7])[0].result(5) == 7  # room again
+    b.close()
+
+
+@pytest.mark.parametrize("kwargs", [{"max_batch": 0}, {"max_wait": -1}, {"max_queue": 0}])
 def test_bad_settings(kwargs):
     with pytest.raises(ValueError):
         MicroBatcher(lambda items: items, **kwargs)
