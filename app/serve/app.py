@@ -263,7 +263,7 @@ def create_app(service: Service, runs: RunIndex | None = None) -> FastAPI:
             raise ApiError(404, str(e)) from None
 
     @app.get("/v1/runs", response_model=m.RunsResponse, tags=["runs"])
-    async def list_runs() -> dict:
+    def list_runs() -> dict:  # a plain def: FastAPI runs it in its thread pool, off the event loop
         """The `garag compare` runs under the results directory, with headline metrics per system."""
         return {"runs": runs.summaries()}
 

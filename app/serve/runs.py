@@ -91,7 +91,8 @@ class RunIndex:
     def __init__(self, results_dir: str | Path) -> None:
         self.root = Path(results_dir)
         self._cache: dict[str, tuple[float, RunData]] = {}
-        self._lock = threading.Lock()
+        self._locks: dict[str, threading.Lock] = {}  # one per run: loading one never waits on another
+        self._locks_lock = threading.Lock()
 
     def run_ids(self) -> list[str]:
         if not self.root.is_dir():
@@ -128,7 +129,9 @@ class RunIndex:
             raise RunNotFound(f"no run {run_id!r} under {self.root}")
         path = self.root / run_id
         stamp = (path / "metrics.json").stat().st_mtime
-        with self._lock:
+        with self._locks_lock:
+            lock = self._locks.setdefault(run_id, threading.Lock())
+        with lock:
             hit = self._cache.get(run_id)
             if hit is not None and hit[0] == stamp:
                 return hit[1]

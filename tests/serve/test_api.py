@@ -543,3 +543,34 @@ def test_a_flood_gets_429s_while_the_server_keeps_answering(world):
     assert len(statuses) == 60 and set(statuses) <= {200, 429}
     assert statuses.count(200) >= 1 and statuses.count(429) >= 1
     assert retry_after and all(v.isdigit() and int(v) >= 1 for v in retry_after)
+
+
+def test_loading_one_run_does_not_wait_for_another(world, tmp_path):
+    """RunIndex holds one lock per run: while one run's load is held, another run is answered."""
+    import shutil
+
+    from app.serve.runs import RunIndex
+
+    for name in ("slow", "quick"):
+        shutil.copytree(world.results / world.run_id, tmp_path / name)
+    index = RunIndex(tmp_path)
+    entered, release = threading.Event(), threading.Event()
+    real_load = index._load
+
+    def held(run_id, path):  # noqa: ANN001, ANN202 - the real loader, held open for "slow"
+        if run_id == "slow":
+            entered.set()
+            release.wait(10)
+        return real_load(run_id, path)
+
+    index._load = held  # type: ignore[method-assign]
+    slow = threading.Thread(target=index.get, args=("slow",))
+    slow.start()
+    assert entered.wait(10)
+    quick: list = []
+    other = threading.Thread(target=lambda: quick.append(index.get("quick")))
+    other.start()
+    other.join(10)
+    assert quick and quick[0].run_id == "quick"  # answered while "slow" is still loading
+    release.set()
+    slow.join(10)
