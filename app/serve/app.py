@@ -9,6 +9,7 @@ shown as a stack trace).
 from __future__ import annotations
 
 import asyncio
+import functools
 import hmac
 import json
 import logging
@@ -19,7 +20,7 @@ from pathlib import Path
 from fastapi import FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.docs import get_swagger_ui_html
-from fastapi.responses import FileResponse, HTMLResponse, JSONResponse
+from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
@@ -31,6 +32,7 @@ from . import models as m
 from .batcher import QueueFull
 from .runs import HEADLINE, RunIndex, RunNotFound, filter_claims, page_of, run_labels
 from .service import Service
+from .telemetry import Telemetry
 
 logger = logging.getLogger(__name__)
 
@@ -136,14 +138,26 @@ def create_app(service: Service, runs: RunIndex | None = None) -> FastAPI:
         responses={code: {"model": m.ErrorOut} for code in (401, 413, 422, 503)},
     )
     app.add_middleware(BodyLimit, limit=settings.max_body)
+    telemetry = Telemetry({name: functools.partial(service.waiting, name) for name in service.served})
 
     @app.middleware("http")
     async def guard(request: Request, call_next):  # noqa: ANN202
+        started = time.perf_counter()
+        response = await _guarded(request, call_next)
+        route = request.scope.get("route")
+        path = getattr(route, "path", None) or (
+            "/static" if request.url.path.startswith("/static/") else "other"
+        )
+        telemetry.observe(request.method, path, response.status_code, time.perf_counter() - started)
+        return response
+
+    async def _guarded(request: Request, call_next):  # noqa: ANN202
         path = request.url.path
         host = host_name(request.headers.get("host", ""))
         if host not in settings.allowed_hosts:
             return _error(400, f"host {host!r} is not allowed (garag serve --allowed-host {host or 'NAME'})")
-        if settings.api_key and path.startswith("/v1/") and path not in OPEN_PATHS:
+        keyed = (path.startswith("/v1/") and path not in OPEN_PATHS) or path == "/metrics"
+        if settings.api_key and keyed:
             given = request.headers.get("x-api-key", "")
             if not hmac.compare_digest(given.encode(), settings.api_key.encode()):
                 return _error(401, "missing or wrong X-API-Key")
@@ -156,6 +170,12 @@ def create_app(service: Service, runs: RunIndex | None = None) -> FastAPI:
             response.headers["Content-Security-Policy"] = PAGE_CSP
             response.headers["X-Content-Type-Options"] = "nosniff"
         return response
+
+    @app.get("/metrics", include_in_schema=False)
+    async def metrics() -> Response:
+        """Prometheus metrics: requests by route and status, latency, claims verified, queue depth."""
+        body, content_type = telemetry.render()
+        return Response(body, media_type=content_type)
 
     @app.exception_handler(ApiError)
     async def api_error(_: Request, e: ApiError) -> JSONResponse:
@@ -234,6 +254,7 @@ def create_app(service: Service, runs: RunIndex | None = None) -> FastAPI:
                 f.cancel()
             raise ApiError(504, f"no verdict within {settings.timeout:g} s") from None
         total = time.perf_counter() - started
+        telemetry.claims.labels(config).inc(len(out))
         return [r | {"timings": r["timings"] | {"total": round(total, 6)}} for r in out]
 
     @app.post("/v1/verify", response_model=m.VerifyResponse, tags=["verify"])

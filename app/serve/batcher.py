@@ -79,6 +79,10 @@ class MicroBatcher:
         self._queue.put((item, fut))
         return fut
 
+    def waiting(self) -> int:
+        """Items queued and not yet taken into a batch."""
+        return self._queue.qsize()
+
     def submit_many(self, items: Sequence[Any]) -> list[Future]:
         """Queue every item or none.
 

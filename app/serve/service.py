@@ -161,6 +161,11 @@ class Service:
 
     # -- verification -----------------------------------------------------------------------------
 
+    def waiting(self, name: str) -> int:
+        """Claims waiting in config ``name``'s queue (0 before it is loaded)."""
+        batcher = self.served[name].batcher
+        return batcher.waiting() if batcher is not None else 0
+
     def submit(self, name: str, claims: Sequence[str], k: int | None):  # noqa: ANN201 - futures
         """Queue claims for config ``name``; one future per claim (its response dict)."""
         batcher = self.served[name].batcher

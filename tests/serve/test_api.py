@@ -574,3 +574,24 @@ def test_loading_one_run_does_not_wait_for_another(world, tmp_path):
     assert quick and quick[0].run_id == "quick"  # answered while "slow" is still loading
     release.set()
     slow.join(10)
+
+
+def test_metrics_count_requests_latency_claims_and_the_queue(client: TestClient):
+    assert client.post("/v1/verify", json={"claim": CLAIM, "config": "baseline"}).status_code == 200
+    assert client.get("/v1/runs/nope").status_code == 404
+    r = client.get("/metrics")
+    assert r.status_code == 200 and r.headers["content-type"].startswith("text/plain")
+    text = r.text
+    assert re.search(r'garag_requests_total\{method="POST",path="/v1/verify",status="200"\} [1-9]', text)
+    assert re.search(
+        r'garag_requests_total\{method="GET",path="/v1/runs/\{run_id\}",status="404"\} [1-9]', text
+    )
+    assert re.search(r'garag_request_seconds_count\{path="/v1/verify"\} [1-9]', text)
+    assert re.search(r'garag_claims_verified_total\{config="baseline"\} [1-9]', text)
+    assert re.search(r'garag_queue_claims\{config="graph"\} 0\.0', text)
+
+
+def test_metrics_need_the_key_when_one_is_set(service):
+    keyed = TestClient(create_app(with_settings(service, api_key="s3cret")), base_url=LOCAL)
+    assert keyed.get("/metrics").status_code == 401
+    assert keyed.get("/metrics", headers={"X-API-Key": "s3cret"}).status_code == 200
