@@ -151,6 +151,7 @@ def ensure_verifier(config: Config, progress: bool = True, force: bool = False) 
         return config.verifier.model
     out_dir = verifier_artifact_dir(config)
     if force or read_meta(out_dir) is None:
+        logger.info("training the verifier this config needs into %s (once; reused after)", out_dir)
         train_from_fever(config, out_dir, progress=progress)
     model_dir = checked_model_dir(config)
     if needs_aggregator(config) and read_aggregator(model_dir) is None:
