@@ -35,14 +35,14 @@ def config_overrides(args: argparse.Namespace) -> list[str]:
 
 def own_overrides(args: argparse.Namespace) -> list[str]:
     """:func:`config_overrides` for the command's own ``--config``: ``NAME:key=value`` ones where NAME
-    is its name (:func:`garag.config.config_name`; another NAME is an error), none without one
-    (``compare`` and ``serve`` give them to their configs)."""
+    is its name (:func:`garag.config.config_name`; another NAME, or any without ``--config``, is an
+    error); ``compare`` and ``serve`` give them to their configs."""
     overrides = config_overrides(args)
-    if not args.config:
+    if hasattr(args, "configs"):  # compare and serve: the NAME: ones belong to their configs
         return scoped_overrides("", overrides)
-    name = config_name(args.config)
-    check_override_scopes([name], overrides)
-    return scoped_overrides(name, overrides)
+    names = [config_name(args.config)] if args.config else []
+    check_override_scopes(names, overrides)  # a NAME: override naming no config is refused, not dropped
+    return scoped_overrides(names[0] if names else "", overrides)
 
 
 def with_edit_flags(config: Config, args: argparse.Namespace) -> Config:

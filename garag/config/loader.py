@@ -277,7 +277,8 @@ def check_override_scopes(names: Sequence[str], overrides: Sequence[str]) -> Non
     for o in overrides:
         scope, sep, _ = o.partition(":")
         if sep and "=" not in scope and scope not in names:
-            raise ConfigError(f"--set {o!r}: no config is named {scope!r} (the names: {', '.join(names)})")
+            known = f"the names: {', '.join(names)}" if names else "no --config is given"
+            raise ConfigError(f"--set {o!r}: no config is named {scope!r} ({known})")
 
 
 def _flow(value: Any) -> str:

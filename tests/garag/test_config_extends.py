@@ -229,3 +229,16 @@ def test_a_systems_own_overrides_reach_it_alone(monkeypatch) -> None:
         assert run_config_hash(s.config, two_way=True) == snapshot["run_hash"]["hover"]
     with pytest.raises(ConfigError, match=r"no config is named 'graph-joint'"):
         load_systems([RECIPES["baseline-joint"][0], G], ["graph-joint:reasoning.programs=rule"])
+
+
+def test_a_commands_own_name_overrides_apply_and_a_stray_one_is_refused(tmp_path: Path, capsys) -> None:
+    from app.cli import main
+
+    base = _write(tmp_path / "b.yaml", "bm25: {k1: 1.1}\n")
+    assert main(["config", "--config", str(base), "--set", "b:retrieval.k=7"]) == 0
+    assert "k: 7  # --set retrieval.k=7" in capsys.readouterr().out
+    assert main(["config", "--config", str(base), "--set", "graph:retrieval.k=7"]) == 2
+    assert "no config is named 'graph' (the names: b)" in capsys.readouterr().err
+    # without --config a NAME: override names nothing: refused, never silently dropped
+    assert main(["config", "--set", "graph:retrieval.k=7"]) == 2
+    assert "no config is named 'graph' (no --config is given)" in capsys.readouterr().err
