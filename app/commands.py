@@ -114,11 +114,9 @@ def claims_to_verify(args: argparse.Namespace) -> list[str]:
 
 def cmd_verify(args: argparse.Namespace, config: Config) -> int:
     from app.api import FactChecker
-    from pipeline.verification import VerificationPipeline
 
     texts = claims_to_verify(args)
-    ensure_trained(config, progress=not args.no_progress)
-    checker = FactChecker(config, VerificationPipeline(config, progress=not args.no_progress).build())
+    checker = FactChecker(config, trained_pipeline(config, progress=not args.no_progress).build())
     for i, verdict in enumerate(checker.verify_many(texts, batch_size=args.batch_size)):
         if args.json:
             print(json.dumps(verdict.to_json(), ensure_ascii=False))
