@@ -16,6 +16,7 @@ from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
+from eval.contrast_metrics import ORIGINAL
 from garag.artifacts import write_text_atomic
 from garag.config import Config
 from garag.datasets import Dataset, dataset_from_config
@@ -32,7 +33,6 @@ NAME_KEEPING = (
     ChangeType.ROLE_SWAP,
     ChangeType.RELATION,
 )
-ORIGINAL = "original"
 
 
 def parse_kinds(text: str) -> tuple[ChangeType, ...]:
