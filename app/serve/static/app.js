@@ -22,10 +22,18 @@ function el(tag, attrs, ...children) {
 
 const $ = (id) => document.getElementById(id);
 
-async function api(path, body) {
-  const headers = { Accept: "application/json" };
-  const key = $("api-key").value || sessionStorage.getItem("garag-key") || "";
+function apiKey() {
+  return $("api-key").value || sessionStorage.getItem("garag-key") || "";
+}
+
+function keyHeaders(headers = {}) {
+  const key = apiKey();
   if (key) headers["X-API-Key"] = key;
+  return headers;
+}
+
+async function api(path, body) {
+  const headers = keyHeaders({ Accept: "application/json" });
   const init = { headers };
   if (body !== undefined) {
     init.method = "POST";
@@ -58,12 +66,9 @@ async function refreshStatus() {
   const node = $("status");
   clearTimeout(state.statusTimer);
   try {
-    const headers = {};
-    const key = $("api-key").value || sessionStorage.getItem("garag-key") || "";
-    if (key) headers["X-API-Key"] = key;
-    const r = await fetch("/v1/ready", { headers });
+    const r = await fetch("/v1/ready", { headers: keyHeaders() });
     if (r.status === 401) {
-      node.textContent = key ? "wrong API key" : "API key needed";
+      node.textContent = apiKey() ? "wrong API key" : "API key needed";
       node.className = "status bad";
       return; // checked again when a key is entered
     }
