@@ -164,7 +164,7 @@ class TrainConfig(Section):
         base_model: "minilm" (offline all-MiniLM-L6-v2), "mpnet" (all-mpnet-base-v2 from its five
             PyPI parts, training/backbones.py), a hub id or a local path (e.g. DeBERTa-v3), or
             "garag": continue from garag's default verifier (trained first when absent), which
-            is how the joint-evidence verifier is made (configs/*-joint.yaml).
+            is how the joint-evidence verifier is made (configs/joint.yaml).
         base_train: with base_model "garag", settings that garag's default verifier is trained
             with instead of the defaults (e.g. ``{base_model: mpnet, learning_rate: 5.0e-5}``);
             its train pairs, corpus and seed are always this section's.
