@@ -97,15 +97,16 @@ from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 
+from garag.claim_parse import SPACY_MODEL, ParsedClaim, parse_claims
 from garag.errors import ErrorPolicy
 from garag.jsonl import read_records
+from garag.polarity import insert_negation, remove_negation
 from garag.store import SentenceStore
 from garag.text import page_to_title
 from garag.types import Claim, Evidence, Label, SentenceId
 from training.compositional import Part, compose_label, join_claims
 from training.contrast_names import name_pool, substitute_entity, swap_roles
-from training.contrast_parse import SPACY_MODEL, ParsedClaim, parse_claims
-from training.contrast_rules import change_number, insert_negation, remove_negation, replace_relation
+from training.contrast_rules import change_number, replace_relation
 from training.data import TrainClaim, fetch_evidence, read_train_pairs
 from verifier.base import TrainExample
 

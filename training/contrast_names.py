@@ -11,7 +11,7 @@ import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 
-from training.contrast_parse import Ent, ParsedClaim, clean_name, pieces, put, render, squash
+from garag.claim_parse import Ent, ParsedClaim, clean_name, pieces, put, render, squash
 
 # --- role swap --------------------------------------------------------------------------------
 

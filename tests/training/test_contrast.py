@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from garag.claim_parse import parse_claims
 from garag.claims import read_fever_claims
+from garag.polarity import past_tense, third_person
 from garag.store import SentenceStore
 from garag.types import Evidence, Label, SentenceId
 from training.compositional import Part, compose_label, join_claims
@@ -28,8 +30,6 @@ from training.contrast import (
     sources_from_train_pairs,
 )
 from training.contrast_names import name_pool
-from training.contrast_parse import parse_claims
-from training.contrast_rules import past_tense, third_person
 
 S, R, NEI = Label.SUPPORTS, Label.REFUTES, Label.NOT_ENOUGH_INFO
 NEG, NEG_OUT = ChangeType.NEGATION, ChangeType.NEGATION_REMOVED

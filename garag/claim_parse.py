@@ -1,5 +1,6 @@
 """Claims as the contrast rules see them: spaCy's tokens and entities as plain frozen data, and
-the small text helpers the rules share (:mod:`training.contrast_rules`, :mod:`training.contrast_names`)."""
+the small text helpers the rules share (:mod:`garag.polarity`, :mod:`training.contrast_rules`,
+:mod:`training.contrast_names`)."""
 
 from __future__ import annotations
 
