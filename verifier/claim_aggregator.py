@@ -41,6 +41,7 @@ from garag.artifacts import write_json_atomic
 from garag.text import detokenize, page_to_title
 from garag.types import Evidence, Label
 from verifier.labels import LABEL_ORDER
+from verifier.logistic import Softmax, fit_softmax
 
 AGGREGATOR_FILE = "garag_aggregator.json"
 # Bump when the features or the fitting recipe change: a stored aggregator of another version is refitted.
@@ -175,19 +176,9 @@ class ClaimAggregator:
     prior_correction: np.ndarray
     info: dict = field(default_factory=dict)
 
-    def scores(self, features: np.ndarray) -> np.ndarray:
-        """Prior-corrected log-scores, ``(n, 3)``."""
-        x = np.atleast_2d(np.asarray(features, dtype=np.float64))
-        if x.shape[1] != len(self.mean):
-            raise ValueError(f"expected {len(self.mean)} features, got {x.shape[1]}")
-        z = np.hstack([(x - self.mean) / self.scale, np.ones((len(x), 1))])
-        return z @ self.weights + self.prior_correction
-
     def predict_proba(self, features: np.ndarray) -> np.ndarray:
         """Verdict probabilities ``(n, 3)`` in LABEL_ORDER."""
-        s = self.scores(features)
-        s = np.exp(s - s.max(axis=1, keepdims=True))
-        return s / s.sum(axis=1, keepdims=True)
+        return Softmax(self.mean, self.scale, self.weights, self.prior_correction).predict_proba(features)
 
     def to_json(self) -> dict:
         return {
@@ -273,29 +264,18 @@ def fit_aggregator(
         top_k: the features' rank slots.
         l2: weight decay on the (standardised) feature weights, not the intercepts; > 0.
     """
-    from sklearn.linear_model import LogisticRegression
-
     x = np.asarray(features, dtype=np.float64)
-    y = np.array([LABEL_ORDER.index(lab) for lab in labels])
-    if x.ndim != 2 or len(x) != len(y) or x.shape[1] != len(feature_names(top_k)):
-        raise ValueError(f"features {x.shape} do not match {len(y)} labels and top_k={top_k}")
-    if not l2 > 0:
-        raise ValueError(f"need l2 > 0, got {l2}")
-    counts = np.bincount(y, minlength=len(LABEL_ORDER))
-    if (counts == 0).any():
-        raise ValueError(f"every verdict needs fitting examples, got counts {counts.tolist()}")
-    mean, scale = x.mean(axis=0), x.std(axis=0) + 1e-6
-    model = LogisticRegression(C=1.0 / (l2 * len(x)), max_iter=5000, tol=1e-8)
-    model.fit((x - mean) / scale, y)
-    weights = np.vstack([model.coef_.T, model.intercept_[None, :]])
+    if x.ndim != 2 or len(x) != len(labels) or x.shape[1] != len(feature_names(top_k)):
+        raise ValueError(f"features {x.shape} do not match {len(labels)} labels and top_k={top_k}")
+    fitted = fit_softmax(x, [LABEL_ORDER.index(lab) for lab in labels], len(LABEL_ORDER), l2)
     return ClaimAggregator(
         top_k=top_k,
-        mean=mean,
-        scale=scale,
-        weights=weights,
-        prior_correction=-np.log(counts / counts.sum()),
+        mean=fitted.mean,
+        scale=fitted.scale,
+        weights=fitted.weights,
+        prior_correction=fitted.prior_correction,
         info={
-            "examples": {lab.value: int(c) for lab, c in zip(LABEL_ORDER, counts, strict=True)},
+            "examples": {lab.value: c for lab, c in zip(LABEL_ORDER, fitted.counts, strict=True)},
             "l2": l2,
             "solver": "sklearn-lbfgs",
         },

@@ -108,7 +108,7 @@ def test_prior_correction_equalises_class_shares() -> None:
     agg = fit_aggregator(x, y, top_k=1, l2=1.0)
     assert agg.prior_correction.tolist() == pytest.approx((-np.log([0.25, 0.5, 0.25])).tolist())
     assert agg.predict_proba(np.zeros((1, x.shape[1])))[0] == pytest.approx([1 / 3] * 3, abs=0.02)
-    with pytest.raises(ValueError, match="every verdict needs fitting examples"):
+    with pytest.raises(ValueError, match="every class needs fitting examples"):
         fit_aggregator(x[:200], y[:200], top_k=1)
     with pytest.raises(ValueError, match="do not match"):
         fit_aggregator(x[:, :5], y, top_k=1)
