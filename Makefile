@@ -93,8 +93,7 @@ run-llm: setup-qwen
 # retrieved on its own; union: the steps gather evidence, the claim is verified once with all of it).
 GRAPH_JOINT_PROGRAMS = reasoning.programs=rule reasoning.combine=union
 # graph-joint with LLM reasoning programs (the former configs/graph-joint-llm.yaml), for bench-multihop
-GRAPH_JOINT_LLM_PROGRAMS = reasoning.programs=llm reasoning.combine=union reasoning.answer_from=entity \
-	verifier.two_way_threshold=0.4
+GRAPH_JOINT_LLM_PROGRAMS = reasoning.programs=llm reasoning.combine=union reasoning.answer_from=entity
 run-multihop: setup
 	$(BIN)/garag index --dataset hover --config configs/graph.yaml $(ARGS)
 	$(BIN)/garag train-verifier --config configs/baseline.yaml+configs/joint.yaml $(ARGS)
@@ -144,11 +143,10 @@ run-mpnet: setup-mpnet
 	$(BIN)/garag compare --configs configs/baseline.yaml+configs/mix.yaml configs/graph.yaml+configs/mix.yaml \
 		--set graph-mix:verifier.mix_weight=0.3 --dataset fever --part report --force-new $(ARGS)
 	$(BIN)/garag compare --configs configs/baseline.yaml+configs/joint-mpnet.yaml \
-		configs/graph.yaml+configs/joint-mpnet.yaml --set graph-joint-mpnet:verifier.two_way_threshold=0.05 \
-		$(foreach s,$(GRAPH_JOINT_PROGRAMS),--set graph-joint-mpnet:$(s)) --dataset hover --part report \
+		configs/graph.yaml+configs/joint-mpnet.yaml $(foreach s,$(GRAPH_JOINT_PROGRAMS),--set graph-joint-mpnet:$(s)) --dataset hover --part report \
 		--force-new $(ARGS)
 	$(BIN)/garag evaluate --dataset hover --part report --config configs/baseline.yaml+configs/joint-mpnet.yaml --oracle \
-		--set verifier.two_way_threshold=0.01 --out results/hover-report-baseline-joint-mpnet-oracle \
+		--out results/hover-report-baseline-joint-mpnet-oracle \
 		--force-new $(ARGS)
 	@echo "reports: results/fever-report-baseline-mpnet-vs-graph-mpnet/report.md, results/fever-report-baseline-mix-vs-graph-mix/report.md and results/hover-report-baseline-joint-mpnet-vs-graph-joint-mpnet/report.md"
 

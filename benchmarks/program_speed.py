@@ -44,7 +44,6 @@ LLM_PROGRAMS = [
     "reasoning.programs=llm",
     "reasoning.combine=union",
     "reasoning.answer_from=entity",
-    "verifier.two_way_threshold=0.4",
 ]
 
 

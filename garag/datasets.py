@@ -64,9 +64,8 @@ class Dataset:
 
     @property
     def two_way(self) -> bool:
-        """Whether the labels are 2-way (HoVer's SUPPORTED / NOT_SUPPORTED): what
-        ``verifier.two_way_threshold``, ``verifier.entity_check: two_way`` and
-        ``verifier.llm_judge: two_way`` act on."""
+        """Whether the labels are 2-way (HoVer's SUPPORTED / NOT_SUPPORTED): the decision model then
+        gives SUPPORTS against the rest, and ``verifier.llm_judge: two_way`` acts."""
         return len(self.labels) == 2
 
     def default_split_path(self) -> Path:

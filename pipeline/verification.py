@@ -16,7 +16,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from garag.config import Config, ConfigError, VerifierConfig
+from garag.config import Config, ConfigError
 from garag.datasets import Dataset
 from garag.store import SentenceStore
 from garag.types import Claim, Evidence, Hit, Label, SentenceId, Verdict
@@ -25,7 +25,6 @@ from pipeline.retrieval import RetrievalPipeline, RetrievalResult
 from verifier.base import Verifier
 
 if TYPE_CHECKING:
-    from verifier.entity_check import EntityCheck
     from verifier.llm_judge import LLMJudge
 
 logger = logging.getLogger(__name__)
@@ -96,7 +95,7 @@ class VerificationPipeline:
         self.llm_client = None
         self.programmer = None
         self.answerer = None  # reasoning.answer_from: entity (pipeline.reasoning.EntityAnswerer), made on use
-        self.entity_check = None  # verifier.entity_check where it applies (verifier.entity_check.EntityCheck)
+        self.decider = None  # the decision model (verifier.decision.Decider); None: the verifier's label
         self.llm_judge = None  # verifier.llm_judge where it applies (verifier.llm_judge.LLMJudge)
 
     @property
@@ -154,10 +153,7 @@ class VerificationPipeline:
 
             self.verifier = LLMVerifier(self.llm_client, fallback=nli, max_evidence=cfg.linearize.max_facts)
         self.decomposer = make_decomposer(cfg, self.llm_client)
-        if applies(cfg.verifier.entity_check, two_way_data=self.dataset.two_way):
-            from verifier.entity_check import EntityCheck
-
-            self.entity_check = EntityCheck(cfg.decomposition.spacy_model).load()
+        self.decider = self._decider(nli)
         if judges:
             from verifier.llm_judge import LLMJudge
 
@@ -183,6 +179,24 @@ class VerificationPipeline:
                 claim_entities=getattr(self.decomposer, "claim_entities", None),
             ).load()
         return self
+
+    def _decider(self, nli: Verifier):  # noqa: ANN202 - verifier.decision.Decider | None
+        """The decision model beside the verifier, reading the claim's parts from the rule decomposer
+        and scoring with the NLI verifier (the LLM verifier's fallback, where it is the LLM)."""
+        from pipeline.decompose import RuleDecomposer
+        from verifier.decision import load_decider
+
+        cfg = self.config
+        scorer = getattr(nli, "score_sentences", None) or nli.first.score_sentences  # a mix: its first
+        parts = RuleDecomposer(cfg.decomposition).load().subclaims
+        return load_decider(
+            cfg.verifier.decision,
+            self.model_path,
+            scorer,
+            cfg.decomposition.spacy_model,
+            cfg.verifier.top_k,
+            parts,
+        )
 
     def _similarity(self):
         """Claim-sentence cosine from the dense index, when the dense retriever is configured."""
@@ -254,15 +268,10 @@ class VerificationPipeline:
             verdicts, programs, evidence, checked = run_programs(self, claims, verdicts, evidence, oracle)
             timing["reasoning"] = (time.perf_counter() - t4) / n
         t5 = time.perf_counter()
-        verdicts = decide(
-            verdicts,
-            texts,
-            checked,
-            cfg.verifier,
-            self.entity_check,
-            two_way_data=self.dataset.two_way,
-            judge=self.llm_judge,
-        )
+        if self.llm_judge is not None:
+            verdicts = self.llm_judge.apply(texts, checked, verdicts, two_way_data=self.dataset.two_way)
+        if self.decider is not None:  # the final label: nothing after this changes it
+            verdicts = self.decider.decide(texts, checked, verdicts, two_way=self.dataset.two_way)
         timing["verification"] += (time.perf_counter() - t5) / n
         llm = _usage_per_claim(before, self.llm_client.stats.snapshot(), n) if before is not None else None
         out = []
@@ -300,47 +309,10 @@ class VerificationPipeline:
             yield from self.run(claims[i : i + batch_size], oracle=oracle)
 
 
-def decide(
-    verdicts: Sequence[Verdict],
-    claims: Sequence[str],
-    checked: Sequence[Sequence[Evidence]],
-    settings: VerifierConfig,
-    entity_check: EntityCheck | None,
-    *,
-    two_way_data: bool,
-    judge: LLMJudge | None = None,
-) -> list[Verdict]:
-    """What follows the verifier: the 2-way threshold, then the entity check, then the LLM judge
-    on the sentences each verdict rests on (``checked``), each where ``settings`` and the dataset
-    make it apply."""
-    out = list(verdicts)
-    if settings.two_way_threshold is not None and two_way_data:
-        out = [two_way(v, settings.two_way_threshold) for v in out]
-    if entity_check is not None and applies(settings.entity_check, two_way_data=two_way_data):
-        out = entity_check.apply(claims, checked, out)
-    if applies(settings.llm_judge, two_way_data=two_way_data):
-        if judge is None:
-            asked = settings.llm_judge
-            raise ValueError(f"verifier.llm_judge is {asked} on this data, but no LLM judge was given")
-        out = judge.apply(claims, checked, out, two_way_data=two_way_data)
-    return out
-
-
 def applies(switch: str, *, two_way_data: bool) -> bool:
     """Whether a never / two_way / always setting (``verifier.entity_check``, ``verifier.llm_judge``)
     acts on this data: ``two_way`` on 2-way labels only, ``always`` on any."""
     return switch == "always" or (switch == "two_way" and two_way_data)
-
-
-def two_way(verdict: Verdict, threshold: float) -> Verdict:
-    """The 2-way decision: SUPPORTS when its score reaches ``threshold``, else the likelier other label."""
-    support = float(verdict.scores.get(Label.SUPPORTS, 0.0))
-    label = Label.SUPPORTS if support >= threshold else verdict.likelier_unsupported()
-    if label is verdict.label:
-        return verdict
-    side = ">=" if support >= threshold else "<"
-    note = f" Two-way decision: SUPPORTS score {support:.3f} {side} {threshold:g}."
-    return Verdict(label, verdict.explanation + note, verdict.evidence, verdict.scores)
 
 
 def predicted_evidence(result: ClaimResult, limit: int = 5) -> list[SentenceId]:

@@ -40,6 +40,7 @@ from training.data import (
     read_train_pairs,
     split_by_page,
 )
+from training.decision import fit_decision_model
 from training.distill import parse_teacher, soft_targets
 from training.train import PREMISE_FORMAT, train_verifier
 from verifier.aggregate import aggregate_sentence_probs
@@ -51,6 +52,7 @@ from verifier.claim_aggregator import (
     fit_aggregator,
     read_aggregator,
 )
+from verifier.decision import DECISION_FILE, read_decision
 from verifier.inputs import build_premise
 from verifier.labels import LABEL_ORDER
 from verifier.nli import NLIVerifier
@@ -62,6 +64,7 @@ from verifier.trained import (
     fever_train_config,
     mix_verifier_config,
     needs_aggregator,
+    needs_decision,
     teacher_path,
     train_pairs_path,
     verifier_artifact_dir,
@@ -157,6 +160,9 @@ def ensure_verifier(config: Config, progress: bool = True, force: bool = False) 
     if needs_aggregator(config) and read_aggregator(model_dir) is None:
         # A verifier trained before the aggregator existed (or with an older one): fit it now, once.
         fit_claim_aggregator(config, model_dir, progress)
+    if needs_decision(config) and read_decision(model_dir) is None:
+        # likewise for the decision model (verifier/decision.py)
+        fit_verifier_decision(config, model_dir, progress)
     return str(model_dir)
 
 
@@ -315,6 +321,15 @@ def fit_claim_aggregator(config: Config, model_dir: str | Path, progress: bool =
     return aggregator.info
 
 
+def fit_verifier_decision(config: Config, model_dir: str | Path, progress: bool = True) -> dict:
+    """Fit the decision model (:mod:`training.decision`) on the verifier's validation claims, read as
+    the pipeline reads claims (retrieved again, as for the claim aggregator); store it beside the model."""
+    pipe, _, val_c, _ = _split_claims(config, progress)
+    assert pipe.store is not None
+    retrieved = _retrieve_all(pipe, val_c, progress)
+    return fit_decision_model(config, model_dir, val_c, retrieved, pipe.store, progress)
+
+
 def train_from_fever(config: Config, out_dir: Path, progress: bool = True) -> dict:
     """Build the training data, fine-tune, calibrate the NEI bias on validation, write ``meta.json``."""
     started = time.time()
@@ -335,6 +350,7 @@ def train_from_fever(config: Config, out_dir: Path, progress: bool = True) -> di
     )
     calibration = calibrate_trained(config, result.model_dir, val_ex)
     aggregator = fit_claim_aggregator(config, result.model_dir, progress)
+    decision = fit_verifier_decision(config, result.model_dir, progress) if needs_decision(config) else None
     meta = {
         "kind": "verifier",
         "base_model": config.train.base_model,
@@ -351,12 +367,16 @@ def train_from_fever(config: Config, out_dir: Path, progress: bool = True) -> di
         "best_val": result.best_val,
         "calibration": calibration,
         "claim_aggregator": aggregator,
+        **({"decision": decision} if decision else {}),
         "train_steps": result.steps,
         "train_seconds": result.seconds,
         "total_seconds": time.time() - started,
         "labels": [lab.value for lab in Label],
-        # checked on every reuse; the aggregator is left out: it may be refitted, and checks itself
-        "model_files": file_checksums(result.model_dir, exclude=("meta.json", AGGREGATOR_FILE)),
+        # checked on every reuse; the aggregator and the decision are left out: they may be refitted,
+        # and check themselves
+        "model_files": file_checksums(
+            result.model_dir, exclude=("meta.json", AGGREGATOR_FILE, DECISION_FILE)
+        ),
     }
     write_json_atomic(out_dir / "meta.json", meta)
     return meta

@@ -1,14 +1,15 @@
-"""The entity check: a claim that names something no sentence read names is not supported.
+"""The names check: which of a claim's names no sentence read names (a feature of the decision model).
 
 HoVer's NOT_SUPPORTED claims are mostly supported claims with one fact changed, and the change
 is usually a name, a place, a nationality or a date that the gold evidence does not contain.  A
 verifier that reads 2-4 linked facts at once misses such a swap easily; a lexical check does not.
-So, where ``verifier.entity_check`` applies, a SUPPORTS verdict whose claim names an entity
-(spaCy NER; counts, ordinals, quantities, percentages, money and times are left out) with a word
-that appears in none of the sentences the verifier read, nor in their page titles, becomes the
-likelier of REFUTES and NOT ENOUGH INFO, and its explanation says which entity was missing.
-The names NER misses count too: a run of proper nouns (spaCy's tagger) outside every entity
-("Stargate SG-1") is checked like an entity (kind ``PROPN``).
+Until issue 52 this check overrode the verdict (SUPPORTS withheld); now the decision model
+(:mod:`verifier.decision`) reads the share of the claim's names it finds missing beside the
+verifier's scores, and learns how much that counts.  A name is an entity (spaCy NER; counts,
+ordinals, quantities, percentages, money and times are left out) with a word that appears in
+none of the sentences the verifier read, nor in their page titles.  The names NER misses count
+too: a run of proper nouns (spaCy's tagger) outside every entity ("Stargate SG-1") is checked
+like an entity (kind ``PROPN``).
 
 Matching is on words: both sides are case-folded with the accents of Latin letters stripped
 ("Łódź" and "Lodz" match, as do "Søren" and "Soren"), an entity's function words ("the", "of",
@@ -17,9 +18,8 @@ needs only its numbers and month names ("the mid-1990s" needs "1990s"; "the foll
 needs nothing).  Other scripts keep their marks (a Devanagari word stays one word), and Chinese,
 Japanese and Korean characters count one by one, since those scripts do not space their words.
 
-HoVer's claims were written by people, with their slips; since version 4 the check forgives
-these (each picked on the HoVer tune part, where each let through more SUPPORTED claims than
-NOT_SUPPORTED ones; README "An LLM judge"):
+HoVer's claims were written by people, with their slips; the check forgives these (each picked
+on the HoVer tune part in its overriding days, docs/results-history.md):
 
 * a lower-case word inside a name that has a capitalised word or a number is a description, not
   a name ("the Crows in Adelaide city" needs "Crows" and "Adelaide");
@@ -30,9 +30,6 @@ NOT_SUPPORTED ones; README "An LLM judge"):
   "Epic", "Baebara" for "Barbara");
 * a nationality (or its plural) is found where its country is (``NATIONALITIES``: "French" where
   "France" is; "British" where "English", "Scotland" or "Wales" is, not the other way round).
-
-Run hashes carry ``garag.config.models.ENTITY_CHECK_VERSION`` whenever the check is on: raise it
-with any change here that withholds other verdicts, so that saved predictions are made again.
 """
 
 from __future__ import annotations
@@ -42,7 +39,7 @@ import unicodedata
 from collections.abc import Iterable, Sequence
 
 from garag.text import detokenize, page_to_title
-from garag.types import Evidence, Label, Verdict
+from garag.types import Evidence
 
 # Entity types whose words are not names: "one of", "first", "two hours", "50%", "$3"...
 SKIPPED_TYPES = frozenset({"CARDINAL", "ORDINAL", "QUANTITY", "PERCENT", "MONEY", "TIME"})
@@ -227,16 +224,6 @@ def missing_entities(entities: Iterable[tuple[str, str]], found: set[str]) -> li
     return out
 
 
-def withhold_support(verdict: Verdict, missing: Sequence[str]) -> Verdict:
-    """``verdict`` unless it is SUPPORTS with entities missing: then the likelier other label."""
-    if verdict.label is not Label.SUPPORTS or not missing:
-        return verdict
-    names = ", ".join(f'"{m}"' for m in missing)
-    return verdict.noted(
-        f"Entity check: no sentence read names {names}, so the claim is not supported.", True
-    )
-
-
 def _names(doc) -> list[tuple[str, str]]:  # noqa: ANN001 - a spaCy Doc
     """The doc's entities, then each run of proper nouns no entity covers ("Spider-Man": a hyphen
     with no space around it joins two proper nouns)."""
@@ -289,16 +276,3 @@ class EntityCheck:
         self.load()
         unused = [name for name in _UNUSED if name in self._nlp.pipe_names]
         return [_names(doc) for doc in self._nlp.pipe(claims, disable=unused)]
-
-    def apply(
-        self, claims: Sequence[str], evidence: Sequence[Sequence[Evidence]], verdicts: Sequence[Verdict]
-    ) -> list[Verdict]:
-        """The verdicts with SUPPORTS withheld where a claim's entity is in no sentence read."""
-        todo = [i for i, v in enumerate(verdicts) if v.label is Label.SUPPORTS]
-        out = list(verdicts)
-        if not todo:
-            return out
-        ents = self.entities([claims[i] for i in todo])
-        for i, claim_ents in zip(todo, ents, strict=True):
-            out[i] = withhold_support(verdicts[i], missing_entities(claim_ents, evidence_words(evidence[i])))
-        return out

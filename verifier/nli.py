@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -97,9 +98,12 @@ class NLIVerifier:
         config: the verifier settings.
         model_path: hub id or local checkpoint directory.
         pairs_scored: (premise, claim) pairs sent through the model so far.
+        pairs_remembered: pairs answered from the memory of recent pairs instead (the decision
+            model scores the claim against the sentences the verifier has just read).
     """
 
     name = "nli"
+    MEMORY = 50_000  # recent (premise, claim) pairs kept with their probabilities
 
     def __init__(self, config: VerifierConfig, model_path: str) -> None:
         """Cheap: checks the arguments, loads nothing (see :meth:`load`).
@@ -115,6 +119,8 @@ class NLIVerifier:
         self.config = config
         self.model_path = model_path
         self.pairs_scored = 0
+        self.pairs_remembered = 0
+        self._memory: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
         self._tokenizer: Any = None
         self._model: Any = None
         self._device = "cpu"
@@ -259,11 +265,19 @@ class NLIVerifier:
 
         if len(premises) != len(claims):
             raise ValueError(f"{len(premises)} premises but {len(claims)} claims")
-        n = len(premises)
-        out = np.zeros((n, len(LABEL_ORDER)), dtype=np.float64)
+        out = np.zeros((len(premises), len(LABEL_ORDER)), dtype=np.float64)
+        todo = []
+        for i, key in enumerate(zip(premises, claims, strict=True)):
+            known = self._memory.get(key)
+            if known is None:
+                todo.append(i)
+            else:
+                out[i] = known
+        self.pairs_remembered += len(premises) - len(todo)
+        n = len(todo)
         if n == 0:
             return out
-        order = sorted(range(n), key=lambda i: len(premises[i]) + len(claims[i]), reverse=True)
+        order = sorted(todo, key=lambda i: len(premises[i]) + len(claims[i]), reverse=True)
         size = self.config.batch_size
         with torch.inference_mode():
             for start in range(0, n, size):
@@ -274,6 +288,10 @@ class NLIVerifier:
                 logits = self._model(**enc.to(self._device)).logits
                 probs = torch.softmax(logits.float(), dim=-1).cpu().numpy()
                 out[idx] = to_label_probs(probs, self._index_to_label)
+        for i in todo:
+            self._memory[(premises[i], claims[i])] = out[i].copy()
+        while len(self._memory) > self.MEMORY:
+            self._memory.popitem(last=False)
         self.pairs_scored += n
         return out
 

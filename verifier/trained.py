@@ -16,6 +16,7 @@ from garag.config import Config, FusionConfig, TrainConfig, VerifierConfig
 from garag.datasets import fever
 from garag.fingerprint import cached_fingerprint
 from verifier.claim_aggregator import read_aggregator
+from verifier.decision import read_decision
 from verifier.inputs import PREMISE_FORMAT
 
 # Recorded in the artifact hash of verifiers trained with compositional examples: change it
@@ -170,6 +171,13 @@ def needs_aggregator(config: Config) -> bool:
     return vc.mode == "per_sentence" and vc.aggregation != "rule"
 
 
+def needs_decision(config: Config) -> bool:
+    """Whether ``config``'s verdicts come from the decision model stored beside garag's own verifier
+    (:mod:`verifier.decision`): always, unless ``verifier.decision`` is ``verifier`` or the
+    checkpoint is another's (``verifier.model``; then ``auto`` reads one only where its folder has one)."""
+    return config.verifier.decision != "verifier" and not config.verifier.model
+
+
 def checked_model_dir(config: Config) -> Path:
     """The model folder of garag's own verifier for ``config``, checked against the checksums its
     training recorded.
@@ -204,4 +212,6 @@ def trained_verifier_path(config: Config) -> str:
         raise VerifierNotTrainedError(
             f"{model_dir}: no claim aggregator of this version yet: run {TRAIN_HINT}"
         )
+    if needs_decision(config) and read_decision(model_dir) is None:
+        raise VerifierNotTrainedError(f"{model_dir}: no decision model of this version yet: run {TRAIN_HINT}")
     return str(model_dir)

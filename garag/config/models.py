@@ -9,9 +9,12 @@ from pydantic import Field, StrictStr, field_validator, model_validator
 from garag.config.base import Bool, ConfigError, Float, Int, Section, Str, StrMap
 
 FEVER_LABELS = ("SUPPORTS", "REFUTES", "NOT ENOUGH INFO")
-# The rules of verifier/entity_check.py, in run hashes whenever the check is on: predictions saved
-# under other rules are not resumed.  Raise it when the check withholds other verdicts.
-ENTITY_CHECK_VERSION = "entity-check-v4"
+# Settings that overrode the verdict after the verifier; the decision model (verifier/decision.py)
+# decides instead, the names check being one of its features.
+REMOVED_VERIFIER_KEYS = {
+    "two_way_threshold": "2-way labels come from the decision model (verifier.decision)",
+    "entity_check": "the names check is a feature of the decision model (verifier.decision)",
+}
 
 
 class VerifierConfig(Section):
@@ -46,14 +49,11 @@ class VerifierConfig(Section):
             slower than float32 on CPUs without them.  It does not touch training (that is
             ``train.precision``); the NEI calibration and claim aggregator fitted after training
             always score in float32.
-        two_way_threshold: for 2-way datasets (HoVer: SUPPORTED / NOT_SUPPORTED): call a claim
-            SUPPORTS when its SUPPORTS score reaches this (else the likelier of REFUTES and NEI);
-            None = the 3-way argmax.  Pick it on the tune part.
-        entity_check: withhold SUPPORTS from a claim that names an entity no sentence read names
-            (verifier/entity_check.py): "two_way" on 2-way datasets (HoVer) only, "always" also in
-            FEVER's 3-way verdicts (there the verdict becomes the likelier of REFUTES and NEI),
-            or "never".  On the tune parts its first version raised HoVer macro-F1 on every config (by
-            0.05 to 0.09) and lowered FEVER 3-way accuracy with the default verifier (0.7745 -> 0.7676).
+        decision: how the claim's label is reached: "auto" (the default) = the decision model fitted
+            beside garag's trained verifier (verifier/decision.py; beside another checkpoint only where
+            its folder has one, else the verifier's own label); "learned" = that model, an error where
+            there is none; "verifier" = the verifier's own label (and on 2-way data SUPPORTS vs the
+            rest), for verifiers the decision model was not fitted on (an LLM verifier).
         mix_weight: the share of a second verifier in every verdict (verifier/mixed.py): the scores
             are ``(1 - mix_weight) * this one's + mix_weight * the second one's`` and the label is
             the likeliest; 0 = no second verifier.
@@ -62,8 +62,8 @@ class VerifierConfig(Section):
             trained on first use like the first one, or
         mix_model: a checkpoint for it (hub id or local path), as ``model`` is for the first.
         llm_judge: "two_way": on 2-way datasets (HoVer), ask the chat model of the ``llm`` section
-            whether the sentences read support every part of each claim still called SUPPORTED
-            after the threshold and the entity check, and withhold SUPPORTED where it says No
+            whether the sentences read support every part of each claim the verifier calls SUPPORTED,
+            and move its support to NOT ENOUGH INFO where it says No, before the decision model
             (verifier/llm_judge.py, prompts/judge.yaml); "always": on FEVER's 3-way verdicts too;
             "never" (the default) asks nothing.
         llm_judge_parts: > 0: on 2-way datasets (HoVer) the judge reads the model's probability
@@ -75,14 +75,13 @@ class VerifierConfig(Section):
 
     section: ClassVar[str] = "verifier"
     HASH_OPTIONAL: ClassVar[dict[str, object]] = {
-        "two_way_threshold": None,
-        "entity_check": "never",
         "mix_weight": 0.0,
         "mix_train": {},
         "mix_model": "",
         "llm_judge": "never",
         "llm_judge_parts": 0.0,
         "precision": "float32",
+        "decision": "auto",
     }
     model: Str = ""
     label_map: StrMap = Field(default_factory=dict)
@@ -96,23 +95,23 @@ class VerifierConfig(Section):
     batch_size: Int = Field(32, ge=1)
     device: Literal["auto", "cpu", "cuda", "mps"] = "auto"
     precision: Literal["float32", "bfloat16"] = "float32"
-    two_way_threshold: Float | None = Field(None, ge=0, le=1)
-    entity_check: Literal["never", "two_way", "always"] = "never"
     mix_weight: Float = Field(0.0, ge=0, le=1)
     mix_train: dict[StrictStr, object] = Field(default_factory=dict)
     mix_model: Str = ""
     llm_judge: Literal["never", "two_way", "always"] = "never"
     llm_judge_parts: Float = Field(0.0, ge=0, lt=1)
+    decision: Literal["auto", "learned", "verifier"] = "auto"
 
-    def hash_dump(self) -> dict:
-        """:meth:`Section.hash_dump` with the entity check's rules when the check is on.  (The LLM
-        judge's prompt and version join run hashes in ``eval.run_hash``, next to the judge.)"""
-        dump = super().hash_dump()
-        if self.entity_check != "never":
-            dump["entity_check_version"] = ENTITY_CHECK_VERSION
-        return dump
+    @model_validator(mode="before")
+    @classmethod
+    def _removed(cls, data: object) -> object:
+        if isinstance(data, dict):
+            for key, why in REMOVED_VERIFIER_KEYS.items():
+                if key in data:
+                    raise ConfigError(f"verifier.{key}: removed: {why}; delete the key")
+        return data
 
-    @field_validator("entity_check", "llm_judge", mode="before")
+    @field_validator("llm_judge", mode="before")
     @classmethod
     def _switch_words(cls, value: object) -> object:
         # YAML reads off / no / false as False and on / yes / true as True.

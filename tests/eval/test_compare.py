@@ -307,8 +307,8 @@ def test_llm_faithfulness_is_judged_by_its_nli_fallback_not_by_another_llm_call(
 
 
 def test_two_way_settings_leave_a_three_way_run_resumable(setup):
-    """The fixture's claims are 3-way: a 2-way threshold and the HoVer-only entity check name no other
-    run, so it resumes whole; the check on every dataset does."""
+    """The fixture's claims are 3-way: the HoVer-only LLM judge names no other run, so it resumes
+    whole; the verifier's own label instead of the decision model's does."""
     configs, _, pipelines, outcome, results_dir = setup
     shutil.copytree(outcome.run_dir, results_dir / "two-way")
     original = {c: c.read_text(encoding="utf-8") for c in configs}
@@ -320,14 +320,14 @@ def test_two_way_settings_leave_a_three_way_run_resumable(setup):
             c.write_text(yaml.safe_dump(cfg), encoding="utf-8")
 
     try:
-        tune(two_way_threshold=0.3, entity_check="two_way")
+        tune(llm_judge="two_way")
         again = compare(
             configs, run_id="two-way", results_dir=results_dir, progress=False, pipelines=pipelines,
             n_resamples=500,
         )  # fmt: skip
         assert again.written == {"baseline": 0, "hybrid": 0}
         assert again.resumed == {"baseline": 6, "hybrid": 6}
-        tune(entity_check="always")
+        tune(decision="verifier")
         with pytest.raises(ValueError, match="other settings"):
             compare(configs, run_id="two-way", results_dir=results_dir, progress=False, pipelines=pipelines)
     finally:

@@ -168,13 +168,13 @@ def test_predict_reports_claims_that_fell_back_from_the_llm(world: dict, capsys)
 
 
 def test_settings_for_two_way_labels_leave_a_three_way_run_valid(world: dict, capsys) -> None:
-    """The fixture's claims are FEVER's 3-way ones: a 2-way threshold or the HoVer-only entity check
-    changes none of their verdicts, so a saved run resumes; the check on every dataset does not."""
+    """The fixture's claims are FEVER's 3-way ones: the HoVer-only LLM judge changes none of their
+    verdicts, so a saved run resumes; the verifier's own label instead of the decision's does not."""
     out = world["root"] / "run-two-way"
     assert _cli(world, "predict", "--out", str(out)) == 0
     first = (out / "predictions.jsonl").read_bytes()
     capsys.readouterr()
-    two_way = ["--set", "verifier.two_way_threshold=0.3", "--set", "verifier.entity_check=two_way"]
+    two_way = ["--set", "verifier.llm_judge=two_way"]
     assert _cli(world, "predict", "--out", str(out), *two_way) == 0
     summary = json.loads(capsys.readouterr().out)
     assert summary["written"] == 0 and summary["resumed"] == len(first.splitlines())
@@ -189,5 +189,5 @@ def test_settings_for_two_way_labels_leave_a_three_way_run_valid(world: dict, ca
 
     assert verdicts(fresh / "predictions.jsonl") == verdicts(out / "predictions.jsonl")
     capsys.readouterr()
-    assert _cli(world, "predict", "--out", str(out), "--set", "verifier.entity_check=always") == 2
+    assert _cli(world, "predict", "--out", str(out), "--set", "verifier.decision=verifier") == 2
     assert "(config_hash differ)" in _one_error_line(capsys)

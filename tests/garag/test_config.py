@@ -202,29 +202,19 @@ def test_keys_added_later_leave_old_hashes_alone() -> None:
     def run_hash(config, two_way: bool = False) -> str:  # noqa: ANN001 - as evaluate and compare name runs
         return run_config_hash(config, two_way=two_way)
 
-    # the values recorded before these keys existed (stop 16: baseline/graph on FEVER, baseline on HoVer);
-    # both configs have since turned the entity check on and set a 2-way threshold, and configs/graph.yaml
-    # moved to the fast graph build: with those set back they hash as before
-    never = ["verifier.entity_check=never", "verifier.two_way_threshold=null"]
-    assert run_hash(load_config("configs/baseline.yaml", never)) == "564be8d3bf1cda07"
-    # on FEVER (3-way) the check and the threshold act on nothing, so they are not part of the hash
-    assert run_hash(load_config("configs/baseline.yaml")) == "564be8d3bf1cda07"
-    assert (
-        run_hash(load_config("configs/baseline.yaml", ["verifier.entity_check=always"])) != "564be8d3bf1cda07"
-    )
-    old_graph = load_config("configs/graph.yaml", [*never, "graal.parse=full", "graal.disambiguation=minilm"])
-    assert run_hash(old_graph) == "4425e3731e17ce8d"
-    assert run_hash(load_config("configs/graph.yaml")) != "4425e3731e17ce8d"  # the fast graph build
-    hover = load_config("configs/baseline.yaml", [*never, "data.dataset=hover"])
-    assert run_hash(hover, two_way=True) == "314dd791f77e8963"
-    hover_now = load_config("configs/baseline.yaml", ["data.dataset=hover"])
-    assert run_hash(hover_now, two_way=True) != "314dd791f77e8963"  # HoVer's verdicts do change
+    # the decision model (issue 52) changed every verdict: run hashes carry its version, so
+    # predictions saved before it (stop 16: baseline on FEVER 564be8d3bf1cda07) are made again
+    now = run_hash(load_config("configs/baseline.yaml"))
+    assert now != "564be8d3bf1cda07"
+    assert run_hash(load_config("configs/baseline.yaml", ["verifier.decision=verifier"])) != now
+    # a key at its default value is left out: the default config hashes as if it did not exist
+    assert run_hash(load_config("configs/baseline.yaml", ["verifier.decision=auto"])) == now
     assert verifier_artifact_dir(load_config()).name == "verifier-b0424bf1807375cf"
     # set away from its default, a new key counts
-    assert run_hash(load_config("configs/baseline.yaml", [*never, "data.part=tune"])) != "564be8d3bf1cda07"
-    assert run_hash(load_config("configs/baseline.yaml", [*never, "dense.pq_m=32"])) != "564be8d3bf1cda07"
+    assert run_hash(load_config("configs/baseline.yaml", ["data.part=tune"])) != now
+    assert run_hash(load_config("configs/baseline.yaml", ["dense.pq_m=32"])) != now
     # how BM25 is built (in shards or at once) is never part of a hash: the index is the same
-    assert run_hash(load_config("configs/baseline.yaml", [*never, "bm25.shard_docs=5"])) == "564be8d3bf1cda07"
+    assert run_hash(load_config("configs/baseline.yaml", ["bm25.shard_docs=5"])) == now
     assert (
         verifier_artifact_dir(load_config(None, ["train.compositional=1"])).name
         != "verifier-b0424bf1807375cf"
@@ -245,22 +235,18 @@ def test_render_config_loads_back_and_names_sources(tmp_path: Path) -> None:
     assert load_config(back) == config
 
 
-def test_entity_check_reads_yaml_off_and_refuses_a_bare_true():
-    assert load_config().verifier.entity_check == "never"
-    assert load_config(overrides=["verifier.entity_check=off"]).verifier.entity_check == "never"
-    assert load_config(overrides=["verifier.entity_check=two_way"]).verifier.entity_check == "two_way"
-    with pytest.raises(ConfigError, match=r"verifier\.entity_check: say two_way .* or always"):
-        load_config(overrides=["verifier.entity_check=on"])
-    with pytest.raises(ConfigError, match=r"verifier\.entity_check: must be one of 'never', 'two_way'"):
-        load_config(overrides=["verifier.entity_check=sometimes"])
-    # left at its default, it is not in run hashes: runs saved before the option existed still resume
-    assert "entity_check" not in load_config().hash_dict()["verifier"]
-    on = load_config(overrides=["verifier.entity_check=always"]).hash_dict()["verifier"]
-    assert on["entity_check"] == "always"
-    # the check's rules are in the hash: predictions saved under other rules are not resumed
-    from garag.config.models import ENTITY_CHECK_VERSION
-
-    assert on["entity_check_version"] == ENTITY_CHECK_VERSION
+def test_the_settings_that_overrode_the_verdict_are_refused_naming_why(tmp_path: Path) -> None:
+    for key in ("two_way_threshold", "entity_check"):
+        with pytest.raises(ConfigError, match=rf"^verifier\.{key}: removed: .*decision model"):
+            load_config(overrides=[f"verifier.{key}=0.1"])
+    old = tmp_path / "old.yaml"
+    old.write_text("verifier:\n  entity_check: two_way\n")
+    with pytest.raises(ConfigError, match=r"verifier\.entity_check: removed"):
+        load_config(old)
+    with pytest.raises(
+        ConfigError, match=r"verifier\.decision: must be one of 'auto', 'learned' or 'verifier'"
+    ):
+        load_config(overrides=["verifier.decision=rule"])
 
 
 def test_base_train_sets_the_default_verifier_that_a_joint_verifier_continues_from() -> None:

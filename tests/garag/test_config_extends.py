@@ -10,6 +10,10 @@ No config was dropped in the sense of becoming unreachable; four lost their file
 * ``graph-joint-llm.yaml`` and ``graph-joint-llm-mpnet.yaml`` (LLM reasoning programs) were used by
   no target, only by benchmarks/program_speed.py: their ``reasoning`` settings are ``--set`` values now
   (:data:`LLM_PROGRAMS`, the default of that script).
+
+Issue 52 then removed ``verifier.two_way_threshold`` and ``verifier.entity_check`` (the decision model
+decides instead) and added ``verifier.decision``: every other resolved value still equals its snapshot;
+the hashes changed with those keys, on purpose (run hashes also carry the decision model's version).
 """
 
 from __future__ import annotations
@@ -21,7 +25,6 @@ import pytest
 
 from eval.compare import load_systems
 from eval.run_hash import run_config_hash
-from garag.artifacts import settings_hash
 from garag.config import (
     ConfigError,
     config_name,
@@ -30,7 +33,7 @@ from garag.config import (
     render_config,
     scoped_overrides,
 )
-from verifier.llm_judge import judge_hash_fields
+from garag.config.models import REMOVED_VERIFIER_KEYS
 
 ROOT = Path(__file__).resolve().parents[2]
 SNAPSHOTS = ROOT / "tests" / "fixtures" / "resolved_configs"
@@ -52,10 +55,10 @@ RECIPES: dict[str, tuple[str | None, list[str]]] = {
     "baseline-mix": (f"{B}+configs/mix.yaml", []),
     "graph-mix": (f"{G}+configs/mix.yaml", ["verifier.mix_weight=0.3"]),
     "baseline-joint-mpnet": (f"{B}+configs/joint-mpnet.yaml", []),
-    "graph-joint-mpnet": (f"{G}+configs/joint-mpnet.yaml", ["verifier.two_way_threshold=0.05", *PROGRAMS]),
+    "graph-joint-mpnet": (f"{G}+configs/joint-mpnet.yaml", PROGRAMS),
     "fever": (None, []),
     "hover": (None, ["data.dataset=hover"]),
-    "graph-joint-llm": (f"{G}+configs/joint.yaml", [*LLM_PROGRAMS, "verifier.two_way_threshold=0.4"]),
+    "graph-joint-llm": (f"{G}+configs/joint.yaml", LLM_PROGRAMS),
     "graph-joint-llm-mpnet": (f"{G}+configs/joint-mpnet.yaml", LLM_PROGRAMS),
 }
 
@@ -203,15 +206,13 @@ def test_each_former_config_resolves_to_its_snapshot(name: str, monkeypatch) -> 
     spec, overrides = RECIPES[name]
     snapshot = json.loads((SNAPSHOTS / f"{name}.json").read_text(encoding="utf-8"))
     config = load_config(spec, overrides)
-    assert config.to_dict() == snapshot["config"]
-    # the snapshot's hash of hash_dict() was taken while the judge's prompt was hashed in the core;
-    # it now joins in eval.run_hash, next to the judge: the same values, added there
-    hashed = config.hash_dict()
-    hashed["verifier"] |= judge_hash_fields(config.verifier.llm_judge)
-    assert settings_hash(hashed) == snapshot["hash"]
-    assert run_config_hash(config, two_way=False) == snapshot["run_hash"]["fever"]
-    hover = load_config(spec, [*overrides, "data.dataset=hover"])
-    assert run_config_hash(hover, two_way=True) == snapshot["run_hash"]["hover"]
+    expected = snapshot["config"]
+    for key in REMOVED_VERIFIER_KEYS:
+        expected["verifier"].pop(key)
+    resolved = config.to_dict()
+    decision = resolved["verifier"].pop("decision")
+    assert resolved == expected
+    assert decision == ("verifier" if "llm.yaml" in (spec or "") else "auto")
     if spec is not None and name not in ("graph-joint-llm", "graph-joint-llm-mpnet"):
         assert config_name(spec) == name  # run ids and prediction files keep their names
 
@@ -224,9 +225,16 @@ def test_a_systems_own_overrides_reach_it_alone(monkeypatch) -> None:
         ["data.dataset=hover", *(f"graph-joint-mpnet:{o}" for o in RECIPES["graph-joint-mpnet"][1])],
     )
     assert [s.name for s in systems] == ["baseline-joint-mpnet", "graph-joint-mpnet"]
-    for s in systems:
-        snapshot = json.loads((SNAPSHOTS / f"{s.name}.json").read_text(encoding="utf-8"))
-        assert run_config_hash(s.config, two_way=True) == snapshot["run_hash"]["hover"]
+    hashes = [run_config_hash(s.config, two_way=True) for s in systems]
+    alone = [
+        load_config(spec, ["data.dataset=hover", *RECIPES[name][1]])
+        for name, spec in (
+            ("baseline-joint-mpnet", RECIPES["baseline-joint-mpnet"][0]),
+            ("graph-joint-mpnet", RECIPES["graph-joint-mpnet"][0]),
+        )
+    ]
+    assert hashes == [run_config_hash(c, two_way=True) for c in alone]
+    assert systems[1].config.reasoning.programs == "rule" and systems[0].config.reasoning.programs == "none"
     with pytest.raises(ConfigError, match=r"no config is named 'graph-joint'"):
         load_systems([RECIPES["baseline-joint"][0], G], ["graph-joint:reasoning.programs=rule"])
 

@@ -63,15 +63,19 @@ def test_outputs_set_aside_together_stay_one_folder(tmp_path: Path):
 
 
 def test_two_way_settings_name_two_way_runs_only():
-    """The 2-way threshold and the HoVer-only entity check count in a 2-way run's hash, not a 3-way one's."""
+    """The HoVer-only judge settings count in a 2-way run's hash, not a 3-way one's; the decision
+    model's version counts in both."""
     plain = load_config(None)
-    tuned = load_config(None, ["verifier.two_way_threshold=0.3", "verifier.entity_check=two_way"])
+    tuned = load_config(None, ["verifier.llm_judge=two_way", "verifier.llm_judge_parts=0.3"])
     assert run_config_hash(tuned, two_way=False) == run_config_hash(plain, two_way=False)
     assert run_config_hash(tuned, two_way=True) != run_config_hash(plain, two_way=True)
-    other = load_config(None, ["verifier.two_way_threshold=0.4", "verifier.entity_check=two_way"])
+    other = load_config(None, ["verifier.llm_judge=two_way", "verifier.llm_judge_parts=0.4"])
     assert run_config_hash(other, two_way=True) != run_config_hash(tuned, two_way=True)
-    always = load_config(None, ["verifier.entity_check=always"])  # acts on 3-way verdicts too
+    always = load_config(None, ["verifier.llm_judge=always"])  # acts on 3-way verdicts too
     assert run_config_hash(always, two_way=False) != run_config_hash(plain, two_way=False)
+    own = load_config(None, ["verifier.decision=verifier"])
+    for two_way in (False, True):
+        assert run_config_hash(own, two_way=two_way) != run_config_hash(plain, two_way=two_way)
     assert run_config_hash(load_config(None, ["eval.limit=5"]), two_way=False) == run_config_hash(
         plain, two_way=False
     )

@@ -225,25 +225,6 @@ def test_unusable_programs_fall_back_to_rules_and_are_counted():
     assert program_or_fallback(lambda c: given, rule, "X.", counts) is given
 
 
-def test_two_way_decision_thresholds_the_supports_score():
-    from garag.types import Verdict
-    from pipeline.verification import two_way
-
-    scores = {Label.SUPPORTS: 0.4, Label.REFUTES: 0.25, Label.NOT_ENOUGH_INFO: 0.35}
-    v = Verdict(Label.SUPPORTS, "e.", (SentenceId("A", 0),), scores)
-    assert two_way(v, 0.4) is v
-    low = two_way(v, 0.5)
-    assert low.label is Label.NOT_ENOUGH_INFO and "SUPPORTS score 0.400 < 0.5" in low.explanation
-    assert low.evidence == v.evidence and low.scores == v.scores
-    nei = Verdict(Label.NOT_ENOUGH_INFO, "e.", (), scores)
-    assert two_way(nei, 0.3).label is Label.SUPPORTS
-    refuted = {Label.SUPPORTS: 0.3, Label.REFUTES: 0.4, Label.NOT_ENOUGH_INFO: 0.3}
-    assert two_way(Verdict(Label.SUPPORTS, "e.", (), refuted), 0.5).label is Label.REFUTES
-    # a tie goes to NOT ENOUGH INFO, as when the entity check withholds SUPPORTS
-    tie = {Label.SUPPORTS: 0.2, Label.REFUTES: 0.4, Label.NOT_ENOUGH_INFO: 0.4}
-    assert two_way(Verdict(Label.SUPPORTS, "e.", (), tie), 0.5).label is Label.NOT_ENOUGH_INFO
-
-
 class StepLinesClient:
     """A fake chat client (the model's reply is fixed here): replies with ``reply``, recording what it
     was asked."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from eval.fever_score import FeverPrediction, score_claims
@@ -237,70 +238,67 @@ def test_question_answers_fill_their_own_programs_slots_in_batched_rounds(run, m
         assert a1["answer"] == "Liverpool"
 
 
-def test_entity_check_withholds_support_from_claims_naming_unread_entities(
-    run, tiny_corpus: Path, tiny_claims: Path, tmp_path: Path
+def test_the_decision_models_label_is_final_on_every_path(
+    run, tiny_corpus: Path, tmp_path: Path, monkeypatch
 ):
-    """``verifier.entity_check``: "always" withholds SUPPORTS where a claim's entity is in no sentence
-    read, and only there; "two_way" leaves a 3-way dataset's verdicts alone."""
-    from garag.claims import read_fever_claims
-    from garag.types import Claim
+    """A decision model fitted beside the verifier (here on the fixture claims themselves) decides
+    every label: what the pipeline returns and what ``predict`` writes are the decider's verdicts,
+    on 3-way and on 2-way data, with reasoning programs too; nothing after it changes them."""
+    import shutil
+
+    from pipeline.decompose import RuleDecomposer
+    from verifier.decision import Decider, DecisionCase, DecisionFeatures, fit_decision, read_decision
 
     config, _, claims, _, _ = run
-    swapped = [
-        {"id": i, "verifiable": "VERIFIABLE", "label": "REFUTES", "claim": text, "evidence": [[[i, i, p, 0]]]}
-        for i, text, p in (
-            (7, "The Beatles were formed in Manchester.", "The_Beatles"),
-            (8, "John Lennon was born in 1940 in Glasgow.", "John_Lennon"),
-        )
-    ]
-    path = tmp_path / "claims.jsonl"
-    path.write_text(
-        tiny_claims.read_text(encoding="utf-8") + "".join(json.dumps(c) + "\n" for c in swapped),
-        encoding="utf-8",
+    cache = Path(config.paths.cache_dir)
+    model_dir = tmp_path / "model"
+    shutil.copytree(config.verifier.model, model_dir)
+    own = VerificationPipeline(
+        _config(
+            tiny_corpus, Path(config.data.claims), cache, str(model_dir), ("verifier.decision=verifier",)
+        ),
+        progress=False,
+    ).build()
+    assert own.decider is None
+    results = own.run(claims)
+    parts = RuleDecomposer(config.decomposition).load().subclaims
+    cases = [DecisionCase(r.claim.text, r.evidence, r.verdict, tuple(parts(r.claim.text))) for r in results]
+    features, notes = DecisionFeatures(own.verifier.score_sentences, config.decomposition.spacy_model, 3)(
+        cases
     )
-    every: list[Claim] = list(read_fever_claims(path))
-    cache, model = Path(config.paths.cache_dir), config.verifier.model
-    pipes = {
-        mode: VerificationPipeline(
-            _config(tiny_corpus, path, cache, model, (f"verifier.entity_check={mode}",)), progress=False
-        ).build()
-        for mode in ("never", "always", "two_way")
-    }
-    assert pipes["always"].entity_check is not None
-    assert pipes["two_way"].entity_check is None  # 3-way data: the check (and spaCy) is not even loaded
-    off, on, two_way = (pipes[mode].run(every) for mode in ("never", "always", "two_way"))
-    assert [r.verdict for r in two_way] == [r.verdict for r in off]
-    for a, b in zip(off, on, strict=True):
-        if a.verdict.label is not Label.SUPPORTS:
-            assert b.verdict == a.verdict
-        elif b.verdict.label is not Label.SUPPORTS:
-            assert "Entity check: no sentence read names" in b.verdict.explanation
-    by_id = {r.claim.id: r.verdict for r in on}
-    assert by_id[1].label is Label.SUPPORTS and by_id[6].label is Label.SUPPORTS  # their entities were read
-    # "England" is only in the Liverpool page, which the 3 sentences read for claim 2 leave out
-    assert {r.claim.id: r.verdict.label for r in off}[2] is Label.SUPPORTS
-    assert by_id[2].label is not Label.SUPPORTS
-    assert 'no sentence read names "England"' in by_id[2].explanation
-    off_labels = {r.claim.id: r.verdict.label for r in off}
-    assert off_labels[7] is Label.SUPPORTS and off_labels[8] is Label.SUPPORTS  # the model alone is fooled
-    assert by_id[7].label is not Label.SUPPORTS and by_id[8].label is not Label.SUPPORTS
-    assert claims == every[:6]
+    assert features.shape == (len(claims), 29) and np.isfinite(features).all()
+    # claim 3 ("Sandra Bullock was never a producer.") is negated: its positive form was read
+    assert notes[2]["positive_form"] == "Sandra Bullock was a producer."
+    fit_decision(features, [Label(c.label) for c in claims], top_k=3, l2=1.0).save(model_dir)
+    assert read_decision(model_dir) is not None
 
-    # HoVer's 2-way labels: "two_way" applies, after the SUPPORTS threshold (here 0: every verdict
-    # SUPPORTS), so the threshold cannot make a withheld claim SUPPORTED again
-    hover = _as_hover(every, tmp_path / "hover.jsonl")
-    two_way_runs = []
-    for mode in ("never", "two_way"):
-        extra = ("data.claim_format=hover", "verifier.two_way_threshold=0.0", f"verifier.entity_check={mode}")
-        pipe = VerificationPipeline(_config(tiny_corpus, hover, cache, model, extra), progress=False).build()
-        assert pipe.dataset.labels == ("SUPPORTED", "NOT_SUPPORTED")
-        assert (pipe.entity_check is not None) is (mode == "two_way")
-        two_way_runs.append({r.claim.id: r.verdict for r in pipe.run(list(pipe.dataset.claims()))})
-    plain, checked = two_way_runs
-    assert {v.label for v in plain.values()} == {Label.SUPPORTS}
-    for i in (2, 7, 8):
-        assert checked[i].label is not Label.SUPPORTS and "Entity check" in checked[i].explanation
-    assert checked[1].label is Label.SUPPORTS and checked[6].label is Label.SUPPORTS
+    decided: list = []
+    original = Decider.decide
+
+    def spy(self, *args, **kwargs):  # noqa: ANN001, ANN202 - records what the decider returned
+        out = original(self, *args, **kwargs)
+        decided.extend(out)
+        return out
+
+    monkeypatch.setattr(Decider, "decide", spy)
+    hover = _as_hover(claims, tmp_path / "hover.jsonl")
+    for claims_file, extra in (
+        (Path(config.data.claims), ("verifier.decision=learned",)),
+        (Path(config.data.claims), ("verifier.decision=learned", "reasoning.programs=rule")),
+        (hover, ("verifier.decision=learned", "data.claim_format=hover")),
+    ):
+        decided.clear()
+        cfg = _config(tiny_corpus, claims_file, cache, str(model_dir), extra)
+        pipe = VerificationPipeline(cfg, progress=False).build()
+        assert pipe.decider is not None
+        got = pipe.run(list(pipe.dataset.claims()))
+        assert [r.verdict for r in got] == decided
+        assert all("Decision: " in v.explanation for v in decided)
+        decided.clear()
+        outcome = run_predictions(cfg, tmp_path / f"run-{len(extra)}-{claims_file.stem}", pipeline=pipe,
+                                  progress=False, batch_size=4)  # fmt: skip
+        written = [r["predicted_label"] for r in records_from_file(outcome.predictions)]
+        assert written == [v.label.value for v in decided]
 
 
 def test_a_mixed_verifier_runs_in_the_pipeline_and_names_its_second_model(

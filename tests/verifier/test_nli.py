@@ -114,7 +114,7 @@ def test_per_sentence_nei(per_sentence: NLIVerifier, make_evidence) -> None:
 
 def test_no_evidence_is_nei(concat: NLIVerifier, per_sentence: NLIVerifier, make_evidence) -> None:
     for verifier in (concat, per_sentence):
-        before = verifier.pairs_scored
+        before = verifier.pairs_scored + verifier.pairs_remembered
         verdicts = verifier.verify_batch(
             ["Oslo is famous.", "Rome is famous."], [[], [make_evidence("Y", 1, "Rome", S)]]
         )
@@ -123,7 +123,17 @@ def test_no_evidence_is_nei(concat: NLIVerifier, per_sentence: NLIVerifier, make
         assert "no evidence" in verdicts[0].explanation
         assert verdicts[0].scores == {S: 0.0, N: 1.0, R: 0.0}
         assert verdicts[1].label is S
-        assert verifier.pairs_scored == before + 1  # nothing was scored for the empty claim
+        # nothing was scored for the empty claim
+        assert verifier.pairs_scored + verifier.pairs_remembered == before + 1
+
+
+def test_a_pair_scored_again_is_remembered_with_the_same_probabilities(per_sentence: NLIVerifier) -> None:
+    premises, claims = ["Oslo is a city in Norway .", "Rome is old ."], ["Oslo is in Norway.", "Rome is new."]
+    first = per_sentence.predict_pairs(premises, claims)
+    scored, remembered = per_sentence.pairs_scored, per_sentence.pairs_remembered
+    again = per_sentence.predict_pairs([premises[1], "Bern is Swiss ."], [claims[1], "Bern is Swiss."])
+    assert again[0].tolist() == first[1].tolist()
+    assert (per_sentence.pairs_scored, per_sentence.pairs_remembered) == (scored + 1, remembered + 1)
 
 
 def test_evidence_is_capped_at_five_and_deduplicated(concat: NLIVerifier, make_evidence) -> None:

@@ -1,0 +1,186 @@
+"""Fit the decision model (:mod:`verifier.decision`) beside garag's trained verifier.
+
+The fitting data are training data only: the FEVER train claims the verifier held out for
+validation (it never trained on them; evaluation claims were dropped before the split), each
+read as the pipeline reads a claim (the retrievers' top-k sentences):
+
+* the claim with its retrieved sentences, labelled with its gold label, and the same ranking
+  with its gold sentences removed, labelled NOT ENOUGH INFO (as for the claim aggregator);
+* its contrast twins (:mod:`training.contrast`: negation both ways, numbers moved, roles
+  swapped, relations replaced, entities substituted), read with the original claim's retrieved
+  sentences, labelled by the generator's rules; negations are at most half of the twins (the
+  generator makes far more of them than of any other change), and every other twin also comes
+  without its gold sentences, labelled NOT ENOUGH INFO, so that a change is no shortcut to a label;
+* compositions of 2-4 claims, the multi-part claims HoVer asks about: of twins and unchanged
+  claims (:func:`training.contrast.compose_contrasts`, read with every part's gold sentences, then
+  the parts' retrieved ones), and of claims with retrieved distractors (conjunctions and bridges,
+  :mod:`training.compositional`).
+
+A fifth of the claims (whole, with their twins) is held out to report the model's accuracy and
+calibration; the stored model is then fitted on all of them.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import random
+import time
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+from tqdm import tqdm
+
+from garag.config import Config
+from garag.types import Evidence, Label
+from pipeline.decompose import RuleDecomposer
+from training.compositional import compose_examples
+from training.contrast import ChangeType, contrast_claims, sources_from_claims
+from training.data import TrainClaim, aggregator_instances, fetch_evidence
+from verifier.base import Verifier
+from verifier.claim_aggregator import balanced_accuracy
+from verifier.decision import (
+    DecisionCase,
+    DecisionFeatures,
+    decision_label,
+    expected_calibration_error,
+    fit_decision,
+)
+from verifier.labels import LABEL_ORDER
+from verifier.nli import NLIVerifier
+
+logger = logging.getLogger(__name__)
+VERIFY_BATCH = 64
+HELD_OUT = 0.2
+COMPOSED_SHARE = 0.35  # composed claims of each kind per validation claim
+
+
+def decision_instances(
+    claims: Sequence[TrainClaim],
+    retrieved: Sequence[Sequence],
+    store,
+    top_k: int,
+    seed: int,  # noqa: ANN001
+) -> tuple[list[tuple[str, tuple[Evidence, ...], Label, int]], Counter]:
+    """``(claim, read sentences, label, group)`` instances (see the module docstring); ``group`` is
+    the index of the validation claim an instance comes from (-1: a composition), for held-out splits."""
+    rng = random.Random(seed)
+    out = [
+        (text, ev, label, i // 2)
+        for i, (text, ev, label) in enumerate(aggregator_instances(claims, retrieved, store, top_k))
+    ]
+    counts: Counter = Counter({"claims": len(claims), "claim_instances": len(out)})
+    index = {c.id: i for i, c in enumerate(claims)}
+    made = contrast_claims(
+        sources_from_claims(claims, store), seed, compositions=round(COMPOSED_SHARE * len(claims))
+    )
+    twins = [t for t in made if t.change is not ChangeType.COMPOSED]
+    negations = [t for t in twins if t.change is ChangeType.NEGATION]
+    others = [t for t in twins if t.change is not ChangeType.NEGATION]
+    keep = others + rng.sample(negations, min(len(negations), max(len(others), 1)))
+    texts: dict = {}
+    for twin in sorted(keep, key=lambda t: index[t.claim_id]):
+        i = index[twin.claim_id]
+        ranked = retrieved[i]
+        out.append((twin.text, fetch_evidence(store, ranked, texts)[:top_k], twin.label, i))
+        counts[f"twin_{twin.change.value}_{twin.label.value}"] += 1
+        if rng.random() < 0.5:
+            gold = set(claims[i].evidence)
+            without = fetch_evidence(store, [s for s in ranked if s not in gold], texts)[:top_k]
+            out.append((twin.text, without, Label.NOT_ENOUGH_INFO, i))
+            counts["twin_without_gold"] += 1
+    # HoVer's kind of claim: 2-4 parts, one of them changed (often a name substituted), read with
+    # every part's evidence and the parts' retrieved sentences after it
+    for c in (t for t in made if t.change is ChangeType.COMPOSED):
+        if len(c.evidence) > top_k:
+            counts["composed_contrast_skipped_evidence_over_top_k"] += 1
+            continue
+        ids = [index[int(x)] for x in str(c.claim_id).split("+") if int(x) in index]
+        fill = [s for j in ids for s in retrieved[j][:top_k]]
+        evidence = list(c.evidence) + [e for e in fetch_evidence(store, fill, texts) if e not in c.evidence]
+        out.append((c.text, tuple(evidence[:top_k]), c.label, -1))
+        counts[f"composed_contrast_{len(c.parts)}_{c.label.value}"] += 1
+    composed, made_counts = compose_examples(
+        claims, retrieved, store, n=round(COMPOSED_SHARE * len(claims)), top_k=top_k, seed=seed + 1
+    )
+    out.extend((c.example.claim, c.example.evidence, c.example.label, -1) for c in composed)
+    counts.update({f"composed_{k}": v for k, v in made_counts.items() if isinstance(k, str)})
+    return out, counts
+
+
+def verdicts_of(
+    verifier: Verifier, texts: Sequence[str], evidence: Sequence[Sequence[Evidence]], progress: bool
+):  # noqa: ANN201
+    """The verifier's verdicts in batches (a progress bar over claims)."""
+    out = []
+    bar = tqdm(total=len(texts), desc="decision data: verifier", unit=" claims", disable=not progress)
+    for i in range(0, len(texts), VERIFY_BATCH):
+        out.extend(verifier.verify_batch(texts[i : i + VERIFY_BATCH], evidence[i : i + VERIFY_BATCH]))
+        bar.update(len(texts[i : i + VERIFY_BATCH]))
+    bar.close()
+    return out
+
+
+def fit_decision_model(
+    config: Config,
+    model_dir: str | Path,
+    claims: Sequence[TrainClaim],
+    retrieved: Sequence[Sequence],
+    store,  # noqa: ANN001 - the training corpus's SentenceStore
+    progress: bool = True,
+) -> dict:
+    """Fit the decision model on the held-out train ``claims`` and store it beside the verifier.
+
+    Returns:
+        The model's ``info``: instance counts, held-out accuracy, balanced accuracy and calibration
+        error, and the verifier's own held-out accuracy for comparison.
+    """
+    started = time.time()
+    top_k = config.verifier.top_k
+    instances, counts = decision_instances(claims, retrieved, store, top_k, config.train.seed)
+    vcfg = copy.deepcopy(config.verifier)
+    vcfg.precision = "float32"  # part of the trained artifact: never fitted at bf16
+    verifier = NLIVerifier(vcfg, str(model_dir)).load()
+    texts = [t for t, _, _, _ in instances]
+    evidence = [ev for _, ev, _, _ in instances]
+    verdicts = verdicts_of(verifier, texts, evidence, progress)
+    decomposer = RuleDecomposer(config.decomposition).load()
+    cases = [
+        DecisionCase(t, tuple(ev), v, tuple(decomposer.subclaims(t)))
+        for t, ev, v in zip(texts, evidence, verdicts, strict=True)
+    ]
+    features, _ = DecisionFeatures(verifier.score_sentences, config.decomposition.spacy_model, top_k)(cases)
+    gold = [lab for _, _, lab, _ in instances]
+    groups = np.array([g for _, _, _, g in instances])
+    rng = np.random.default_rng(config.train.seed)
+    held_groups = set(rng.permutation(len(claims))[: round(HELD_OUT * len(claims))].tolist()) | {-1}
+    held = np.array([g in held_groups and (g != -1 or rng.random() < HELD_OUT) for g in groups])
+    part = fit_decision(features[~held], [g for g, h in zip(gold, held, strict=True) if not h], top_k)
+    probs = part.predict_proba(features[held])
+    held_gold = [g for g, h in zip(gold, held, strict=True) if h]
+    predicted = [decision_label(p, two_way=False) for p in probs]
+    own = [v.label for v, h in zip(verdicts, held, strict=True) if h]
+    model = fit_decision(features, gold, top_k)
+    model.info.update(
+        {
+            "data": dict(counts),
+            "instances": len(instances),
+            "held_out_instances": int(held.sum()),
+            "held_out_accuracy": round(
+                float(np.mean([p is g for p, g in zip(predicted, held_gold, strict=True)])), 4
+            ),
+            "held_out_balanced_accuracy": round(balanced_accuracy(held_gold, predicted), 4),
+            "held_out_ece": round(
+                expected_calibration_error(probs, [LABEL_ORDER.index(g) for g in held_gold]), 4
+            ),
+            "held_out_verifier_accuracy": round(
+                float(np.mean([p is g for p, g in zip(own, held_gold, strict=True)])), 4
+            ),
+            "seconds": round(time.time() - started, 1),
+        }
+    )
+    path = model.save(model_dir)
+    logger.info("decision model: %s -> %s", model.info, path)
+    return model.info
