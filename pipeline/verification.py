@@ -5,7 +5,9 @@
   triplets -> local fact graph ranking (GA-RAG eqs. 2-4) -> graph-ranked evidence (NLI) or
   evidence with its triplet lines (LLM) -> verdict.
 
-``pipeline.verifier`` picks the NLI classifier or the LLM (with the NLI classifier as fallback).
+``pipeline.verifier`` names the verifier component (:mod:`verifier.registry`: the NLI classifier, the
+LLM with the NLI classifier as fallback, or a registered one); ``verifier.llm_judge`` wraps it in the
+LLM judge (:class:`verifier.judged.JudgedVerifier`).
 """
 
 from __future__ import annotations
@@ -22,11 +24,12 @@ from garag.store import SentenceStore
 from garag.types import Claim, Evidence, Hit, Label, SentenceId, Verdict
 from pipeline.graph_stage import GraphRanking, GraphStage, cosine_similarity_fn, make_decomposer
 from pipeline.retrieval import RetrievalPipeline, RetrievalResult
-from verifier.base import Verifier
+from verifier.base import Verifier, read_evidence
+from verifier.llm_judge import withheld
 
 if TYPE_CHECKING:
+    from garag.llm import LLMClient
     from verifier.entity_check import EntityCheck
-    from verifier.llm_judge import LLMJudge
 
 logger = logging.getLogger(__name__)
 
@@ -116,7 +119,7 @@ class VerificationPipeline:
             verifier.trained.VerifierNotTrainedError: the verifier is not trained yet
                 (``garag train-verifier``, or :func:`training.verifier.ensure_verifiers`).
         """
-        from verifier.nli import NLIVerifier
+        from verifier.registry import VerifierContext, build_verifier
         from verifier.trained import mix_verifier_config, trained_verifier_path
 
         cfg = self.config
@@ -126,49 +129,28 @@ class VerificationPipeline:
                 f"{cfg.llm.backend} does not give; use llm.backend llama_cpp or llm_judge_parts 0"
             )
         self.retrieval.build(force=force)
+        two_way_data = self.dataset.two_way
         self.model_path = trained_verifier_path(cfg)
-        nli = NLIVerifier(cfg.verifier, self.model_path).load()
         if cfg.verifier.mix_weight > 0:
-            from verifier.mixed import MixedVerifier
-
-            second = mix_verifier_config(cfg)
-            self.mix_model_path = trained_verifier_path(second)
-            nli = MixedVerifier(
-                nli, NLIVerifier(second.verifier, self.mix_model_path).load(), cfg.verifier.mix_weight
-            )
-        self.verifier = nli
-        judges = applies(cfg.verifier.llm_judge, two_way_data=self.dataset.two_way)
-        uses_llm = (
-            cfg.pipeline.verifier == "llm"
-            or cfg.decomposition.method == "llm"
+            self.mix_model_path = trained_verifier_path(mix_verifier_config(cfg))
+        stages_use_llm = (
+            cfg.decomposition.method == "llm"
             or cfg.reasoning.programs == "llm"
             or (cfg.pipeline.mode == "graph" and cfg.triplets.method != "syntactic")
-            or judges
         )
-        if uses_llm:
-            from garag.llm import LLMClient
-
-            self.llm_client = LLMClient(cfg.llm, cfg.paths.cache_dir).load()
-        if cfg.pipeline.verifier == "llm":
-            from verifier.llm import LLMVerifier
-
-            self.verifier = LLMVerifier(self.llm_client, fallback=nli, max_evidence=cfg.linearize.max_facts)
+        if stages_use_llm:  # the verifier and the judge make the client themselves where they need it
+            self._llm()
+        context = VerifierContext(
+            cfg, self.model_path, self.mix_model_path, llm_client=self._llm, two_way_data=two_way_data
+        )
+        self.verifier = build_verifier(cfg.pipeline.verifier, context)
         self.decomposer = make_decomposer(cfg, self.llm_client)
-        if applies(cfg.verifier.entity_check, two_way_data=self.dataset.two_way):
+        if applies(cfg.verifier.entity_check, two_way_data=two_way_data):
             from verifier.entity_check import EntityCheck
 
             self.entity_check = EntityCheck(cfg.decomposition.spacy_model).load()
-        if judges:
-            from verifier.llm_judge import LLMJudge
-
-            parts = None
-            if cfg.verifier.llm_judge_parts > 0:
-                from pipeline.decompose import RuleDecomposer
-
-                parts = RuleDecomposer(cfg.decomposition).load().subclaims
-            self.llm_judge = LLMJudge(
-                self.llm_client, parts=parts, parts_threshold=cfg.verifier.llm_judge_parts
-            )
+        if applies(cfg.verifier.llm_judge, two_way_data=two_way_data):
+            self.verifier = self._judged(self.verifier)
         if cfg.reasoning.programs != "none":
             from pipeline.reasoning import make_programmer
 
@@ -183,6 +165,36 @@ class VerificationPipeline:
                 claim_entities=getattr(self.decomposer, "claim_entities", None),
             ).load()
         return self
+
+    def _llm(self) -> LLMClient:
+        """The pipeline's LLM client, made and loaded on first use."""
+        if self.llm_client is None:
+            from garag.llm import LLMClient
+
+            self.llm_client = LLMClient(self.config.llm, self.config.paths.cache_dir).load()
+        return self.llm_client
+
+    def _judged(self, verifier: Verifier) -> Verifier:
+        """``verifier`` wrapped in the LLM judge (``verifier.llm_judge``), which asks about the
+        verdicts that the 2-way threshold and the entity check leave SUPPORTED, as it did when it
+        was a step after them."""
+        from verifier.judged import JudgedVerifier
+        from verifier.llm_judge import LLMJudge
+
+        cfg, two_way_data = self.config, self.dataset.two_way
+        parts = None
+        if cfg.verifier.llm_judge_parts > 0:
+            from pipeline.decompose import RuleDecomposer
+
+            parts = RuleDecomposer(cfg.decomposition).load().subclaims
+        self.llm_judge = LLMJudge(self._llm(), parts=parts, parts_threshold=cfg.verifier.llm_judge_parts)
+
+        def decision(
+            claims: Sequence[str], read: Sequence[Sequence[Evidence]], verdicts: Sequence[Verdict]
+        ) -> list[Verdict]:
+            return decide(verdicts, claims, read, cfg.verifier, self.entity_check, two_way_data=two_way_data)
+
+        return JudgedVerifier(verifier, self.llm_judge, two_way_data=two_way_data, decision=decision)
 
     def _similarity(self):
         """Claim-sentence cosine from the dense index, when the dense retriever is configured."""
@@ -220,8 +232,6 @@ class VerificationPipeline:
         evidence: list[list[Evidence]] = []
         inputs: list = []
         graphs: list[GraphRanking | None] = []
-        if cfg.pipeline.verifier == "llm":
-            from verifier.llm import prompt_evidence  # the LLM extra; imported only when used
         for claim, res in zip(claims, retrieved, strict=True):
             ranking = None
             if oracle and claim.verifiable:
@@ -233,14 +243,9 @@ class VerificationPipeline:
             else:
                 ev = hits_to_evidence(res.fused, self.store, k)
             graphs.append(ranking)
-            if cfg.pipeline.verifier == "llm":
-                lines = ranking.triplet_lines(cfg.linearize.triplets_per_fact) if ranking else None
-                shown = ev[: cfg.linearize.max_facts]
-                inputs.append(prompt_evidence(shown, lines))
-                evidence.append(shown)
-            else:
-                evidence.append(ev[:k])
-                inputs.append(ev[:k])
+            shown, given = read_evidence(self.verifier, ev, ranking, k)  # the verifier decides what it reads
+            evidence.append(shown)
+            inputs.append(given)
         before = self.llm_client.stats.snapshot() if self.llm_client is not None else None
         t3 = time.perf_counter()
         verdicts = self.verifier.verify_batch(texts, inputs)
@@ -261,7 +266,6 @@ class VerificationPipeline:
             cfg.verifier,
             self.entity_check,
             two_way_data=self.dataset.two_way,
-            judge=self.llm_judge,
         )
         timing["verification"] += (time.perf_counter() - t5) / n
         llm = _usage_per_claim(before, self.llm_client.stats.snapshot(), n) if before is not None else None
@@ -308,21 +312,15 @@ def decide(
     entity_check: EntityCheck | None,
     *,
     two_way_data: bool,
-    judge: LLMJudge | None = None,
 ) -> list[Verdict]:
-    """What follows the verifier: the 2-way threshold, then the entity check, then the LLM judge
-    on the sentences each verdict rests on (``checked``), each where ``settings`` and the dataset
-    make it apply."""
+    """What follows the verifier: the 2-way threshold, then the entity check on the sentences each
+    verdict rests on (``checked``), each where ``settings`` and the dataset make it apply (the LLM
+    judge is a verifier component: :class:`verifier.judged.JudgedVerifier`)."""
     out = list(verdicts)
     if settings.two_way_threshold is not None and two_way_data:
         out = [two_way(v, settings.two_way_threshold) for v in out]
     if entity_check is not None and applies(settings.entity_check, two_way_data=two_way_data):
         out = entity_check.apply(claims, checked, out)
-    if applies(settings.llm_judge, two_way_data=two_way_data):
-        if judge is None:
-            asked = settings.llm_judge
-            raise ValueError(f"verifier.llm_judge is {asked} on this data, but no LLM judge was given")
-        out = judge.apply(claims, checked, out, two_way_data=two_way_data)
     return out
 
 
@@ -333,7 +331,12 @@ def applies(switch: str, *, two_way_data: bool) -> bool:
 
 
 def two_way(verdict: Verdict, threshold: float) -> Verdict:
-    """The 2-way decision: SUPPORTS when its score reaches ``threshold``, else the likelier other label."""
+    """The 2-way decision: SUPPORTS when its score reaches ``threshold``, else the likelier other label.
+
+    A verdict the LLM judge withheld SUPPORTS from stands: the judge was asked after this threshold
+    (:class:`verifier.judged.JudgedVerifier`), and its No must not be undone by it."""
+    if withheld(verdict.explanation):
+        return verdict
     support = float(verdict.scores.get(Label.SUPPORTS, 0.0))
     label = Label.SUPPORTS if support >= threshold else verdict.likelier_unsupported()
     if label is verdict.label:
