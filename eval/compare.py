@@ -187,8 +187,10 @@ def faithfulness_judge(verifier: Any) -> Any:
 
     An LLM verifier is judged by its NLI fallback: asking the LLM again would double a run's LLM
     calls (~10 s each here) to check the LLM against itself.  A verifier with no fallback judges
-    itself.
+    itself.  A verifier wrapped in the LLM judge (``verifier.llm_judge``) is read without the judge,
+    which would ask the LLM again too.
     """
+    verifier = getattr(verifier, "inner", verifier)
     fallback = getattr(verifier, "fallback", None)
     return fallback if fallback is not None else verifier
 

@@ -132,9 +132,15 @@ class Verdict:
 
     def noted(self, note: str, withhold: bool = False) -> Verdict:
         """This verdict with ``note`` added to its explanation; with ``withhold``, SUPPORTS withheld
-        too (the label becomes :meth:`likelier_unsupported`)."""
-        label = self.likelier_unsupported() if withhold else self.label
-        return Verdict(label, f"{self.explanation} {note}", self.evidence, self.scores)
+        too: the label becomes :meth:`likelier_unsupported` and the SUPPORTS score moves to it, so
+        that what reads the scores (the decision model) sees the doubt."""
+        if not withhold:
+            return Verdict(self.label, f"{self.explanation} {note}", self.evidence, self.scores)
+        label = self.likelier_unsupported()
+        scores = dict(self.scores)
+        scores[label] = float(scores.get(label, 0.0)) + float(scores.get(Label.SUPPORTS, 0.0))
+        scores[Label.SUPPORTS] = 0.0
+        return Verdict(label, f"{self.explanation} {note}", self.evidence, scores)
 
 
 @dataclass(frozen=True)

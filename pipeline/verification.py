@@ -5,7 +5,9 @@
   triplets -> local fact graph ranking (GA-RAG eqs. 2-4) -> graph-ranked evidence (NLI) or
   evidence with its triplet lines (LLM) -> verdict.
 
-``pipeline.verifier`` picks the NLI classifier or the LLM (with the NLI classifier as fallback).
+``pipeline.verifier`` names the verifier component (:mod:`verifier.registry`: the NLI classifier, the
+LLM with the NLI classifier as fallback, or a registered one); ``verifier.llm_judge`` wraps it in the
+LLM judge (:class:`verifier.judged.JudgedVerifier`).
 """
 
 from __future__ import annotations
@@ -19,13 +21,13 @@ from typing import TYPE_CHECKING
 from garag.config import Config, ConfigError
 from garag.datasets import Dataset
 from garag.store import SentenceStore
-from garag.types import Claim, Evidence, Hit, Label, SentenceId, Verdict
+from garag.types import Claim, Evidence, Hit, SentenceId, Verdict
 from pipeline.graph_stage import GraphRanking, GraphStage, cosine_similarity_fn, make_decomposer
 from pipeline.retrieval import RetrievalPipeline, RetrievalResult
-from verifier.base import Verifier
+from verifier.base import Verifier, read_evidence
 
 if TYPE_CHECKING:
-    from verifier.llm_judge import LLMJudge
+    from garag.llm import LLMClient
 
 logger = logging.getLogger(__name__)
 
@@ -115,7 +117,7 @@ class VerificationPipeline:
             verifier.trained.VerifierNotTrainedError: the verifier is not trained yet
                 (``garag train-verifier``, or :func:`training.verifier.ensure_verifiers`).
         """
-        from verifier.nli import NLIVerifier
+        from verifier.registry import VerifierContext, build_verifier
         from verifier.trained import mix_verifier_config, trained_verifier_path
 
         cfg = self.config
@@ -125,46 +127,25 @@ class VerificationPipeline:
                 f"{cfg.llm.backend} does not give; use llm.backend llama_cpp or llm_judge_parts 0"
             )
         self.retrieval.build(force=force)
+        two_way_data = self.dataset.two_way
         self.model_path = trained_verifier_path(cfg)
-        nli = NLIVerifier(cfg.verifier, self.model_path).load()
         if cfg.verifier.mix_weight > 0:
-            from verifier.mixed import MixedVerifier
-
-            second = mix_verifier_config(cfg)
-            self.mix_model_path = trained_verifier_path(second)
-            nli = MixedVerifier(
-                nli, NLIVerifier(second.verifier, self.mix_model_path).load(), cfg.verifier.mix_weight
-            )
-        self.verifier = nli
-        judges = applies(cfg.verifier.llm_judge, two_way_data=self.dataset.two_way)
-        uses_llm = (
-            cfg.pipeline.verifier == "llm"
-            or cfg.decomposition.method == "llm"
+            self.mix_model_path = trained_verifier_path(mix_verifier_config(cfg))
+        stages_use_llm = (
+            cfg.decomposition.method == "llm"
             or cfg.reasoning.programs == "llm"
             or (cfg.pipeline.mode == "graph" and cfg.triplets.method != "syntactic")
-            or judges
         )
-        if uses_llm:
-            from garag.llm import LLMClient
-
-            self.llm_client = LLMClient(cfg.llm, cfg.paths.cache_dir).load()
-        if cfg.pipeline.verifier == "llm":
-            from verifier.llm import LLMVerifier
-
-            self.verifier = LLMVerifier(self.llm_client, fallback=nli, max_evidence=cfg.linearize.max_facts)
+        if stages_use_llm:  # the verifier and the judge make the client themselves where they need it
+            self._llm()
+        context = VerifierContext(
+            cfg, self.model_path, self.mix_model_path, llm_client=self._llm, two_way_data=two_way_data
+        )
+        self.verifier = build_verifier(cfg.pipeline.verifier, context)
         self.decomposer = make_decomposer(cfg, self.llm_client)
-        self.decider = self._decider(nli)
-        if judges:
-            from verifier.llm_judge import LLMJudge
-
-            parts = None
-            if cfg.verifier.llm_judge_parts > 0:
-                from pipeline.decompose import RuleDecomposer
-
-                parts = RuleDecomposer(cfg.decomposition).load().subclaims
-            self.llm_judge = LLMJudge(
-                self.llm_client, parts=parts, parts_threshold=cfg.verifier.llm_judge_parts
-            )
+        self.decider = self._decider()
+        if applies(cfg.verifier.llm_judge, two_way_data=two_way_data):
+            self.verifier = self._judged(self.verifier)
         if cfg.reasoning.programs != "none":
             from pipeline.reasoning import make_programmer
 
@@ -180,14 +161,19 @@ class VerificationPipeline:
             ).load()
         return self
 
-    def _decider(self, nli: Verifier):  # noqa: ANN202 - verifier.decision.Decider | None
-        """The decision model beside the verifier, reading the claim's parts from the rule decomposer
-        and scoring with the NLI verifier (the LLM verifier's fallback, where it is the LLM)."""
+    def _decider(self):  # noqa: ANN202 - verifier.decision.Decider | None
+        """The decision model beside garag's verifier (:func:`verifier.decision.load_decider`): the
+        claim's parts from the rule decomposer, per-sentence probabilities from the NLI verifier
+        at ``self.model_path`` (the one the decision model was fitted with)."""
         from pipeline.decompose import RuleDecomposer
         from verifier.decision import load_decider
+        from verifier.nli import NLIVerifier
 
         cfg = self.config
-        scorer = getattr(nli, "score_sentences", None) or nli.first.score_sentences  # a mix: its first
+        if cfg.verifier.decision == "verifier":
+            return None
+        nli = _find_nli(self.verifier, self.model_path) or NLIVerifier(cfg.verifier, self.model_path).load()
+        scorer = nli.score_sentences
         parts = RuleDecomposer(cfg.decomposition).load().subclaims
         return load_decider(
             cfg.verifier.decision,
@@ -197,6 +183,29 @@ class VerificationPipeline:
             cfg.verifier.top_k,
             parts,
         )
+
+    def _llm(self) -> LLMClient:
+        """The pipeline's LLM client, made and loaded on first use."""
+        if self.llm_client is None:
+            from garag.llm import LLMClient
+
+            self.llm_client = LLMClient(self.config.llm, self.config.paths.cache_dir).load()
+        return self.llm_client
+
+    def _judged(self, verifier: Verifier) -> Verifier:
+        """``verifier`` wrapped in the LLM judge (``verifier.llm_judge``), which asks about the
+        verdicts it calls SUPPORTED; the decision model reads the judged scores."""
+        from verifier.judged import JudgedVerifier
+        from verifier.llm_judge import LLMJudge
+
+        cfg, two_way_data = self.config, self.dataset.two_way
+        parts = None
+        if cfg.verifier.llm_judge_parts > 0:
+            from pipeline.decompose import RuleDecomposer
+
+            parts = RuleDecomposer(cfg.decomposition).load().subclaims
+        self.llm_judge = LLMJudge(self._llm(), parts=parts, parts_threshold=cfg.verifier.llm_judge_parts)
+        return JudgedVerifier(verifier, self.llm_judge, two_way_data=two_way_data)
 
     def _similarity(self):
         """Claim-sentence cosine from the dense index, when the dense retriever is configured."""
@@ -234,8 +243,6 @@ class VerificationPipeline:
         evidence: list[list[Evidence]] = []
         inputs: list = []
         graphs: list[GraphRanking | None] = []
-        if cfg.pipeline.verifier == "llm":
-            from verifier.llm import prompt_evidence  # the LLM extra; imported only when used
         for claim, res in zip(claims, retrieved, strict=True):
             ranking = None
             if oracle and claim.verifiable:
@@ -247,14 +254,9 @@ class VerificationPipeline:
             else:
                 ev = hits_to_evidence(res.fused, self.store, k)
             graphs.append(ranking)
-            if cfg.pipeline.verifier == "llm":
-                lines = ranking.triplet_lines(cfg.linearize.triplets_per_fact) if ranking else None
-                shown = ev[: cfg.linearize.max_facts]
-                inputs.append(prompt_evidence(shown, lines))
-                evidence.append(shown)
-            else:
-                evidence.append(ev[:k])
-                inputs.append(ev[:k])
+            shown, given = read_evidence(self.verifier, ev, ranking, k)  # the verifier decides what it reads
+            evidence.append(shown)
+            inputs.append(given)
         before = self.llm_client.stats.snapshot() if self.llm_client is not None else None
         t3 = time.perf_counter()
         verdicts = self.verifier.verify_batch(texts, inputs)
@@ -268,8 +270,6 @@ class VerificationPipeline:
             verdicts, programs, evidence, checked = run_programs(self, claims, verdicts, evidence, oracle)
             timing["reasoning"] = (time.perf_counter() - t4) / n
         t5 = time.perf_counter()
-        if self.llm_judge is not None:
-            verdicts = self.llm_judge.apply(texts, checked, verdicts, two_way_data=self.dataset.two_way)
         if self.decider is not None:  # the final label: nothing after this changes it
             verdicts = self.decider.decide(texts, checked, verdicts, two_way=self.dataset.two_way)
         timing["verification"] += (time.perf_counter() - t5) / n
@@ -309,9 +309,28 @@ class VerificationPipeline:
             yield from self.run(claims[i : i + batch_size], oracle=oracle)
 
 
+def _find_nli(verifier: object, model_path: str):  # noqa: ANN202 - verifier.nli.NLIVerifier | None
+    """The NLI verifier at ``model_path`` inside a built component (itself, a mix's first, an LLM
+    verifier's fallback, a judged verifier's inner one), so that its memory of scored pairs serves
+    the decision too."""
+    from verifier.nli import NLIVerifier
+
+    seen: set[int] = set()
+    todo = [verifier]
+    while todo:
+        v = todo.pop()
+        if v is None or id(v) in seen:
+            continue
+        seen.add(id(v))
+        if isinstance(v, NLIVerifier) and v.model_path == model_path:
+            return v
+        todo.extend(getattr(v, name, None) for name in ("inner", "first", "fallback"))
+    return None
+
+
 def applies(switch: str, *, two_way_data: bool) -> bool:
-    """Whether a never / two_way / always setting (``verifier.entity_check``, ``verifier.llm_judge``)
-    acts on this data: ``two_way`` on 2-way labels only, ``always`` on any."""
+    """Whether a never / two_way / always setting (``verifier.llm_judge``) acts on this data:
+    ``two_way`` on 2-way labels only, ``always`` on any."""
     return switch == "always" or (switch == "two_way" and two_way_data)
 
 

@@ -1,5 +1,6 @@
 """The README's promises, run: its length and opening commands, and its "Extending garag" examples
-(a registered retriever fused by a real pipeline on the tiny corpus, a verifier plugged into one)."""
+(a registered retriever fused by a real pipeline on the tiny corpus, a registered verifier named by
+a config of one)."""
 
 from __future__ import annotations
 
@@ -62,7 +63,7 @@ def test_a_retriever_name_must_be_registered_and_new() -> None:
         register_retriever("my retriever", lambda config, ctx: None)
 
 
-def test_the_readme_verifier_replaces_the_pipelines_verifier(
+def test_the_readme_verifier_is_registered_and_named_by_a_config(
     tiny_corpus: Path, tiny_claims: Path, predict_config, tmp_path: Path
 ) -> None:
     import garag
@@ -70,8 +71,10 @@ def test_the_readme_verifier_replaces_the_pipelines_verifier(
     _, verifier_code = _section_code("Extending garag")
     namespace: dict = {}
     exec(compile(verifier_code, "README.md (verifier example)", "exec"), namespace)
-    checker = garag.load(predict_config(tmp_path, tiny_claims, tiny_corpus))
-    checker.pipeline.verifier = namespace["AlwaysSupports"]().load()
+    checker = garag.load(
+        predict_config(tmp_path, tiny_claims, tiny_corpus), ["pipeline.verifier=always-supports"]
+    )
+    assert isinstance(checker.pipeline.verifier, namespace["AlwaysSupports"])
     claim = "Snowpiercer is a romantic comedy."
     verdict = checker.verify(claim)
     assert verdict.label is Label.SUPPORTS and verdict.evidence

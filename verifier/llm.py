@@ -22,7 +22,7 @@ from garag.llm import LLMClient
 from garag.text import detokenize, page_to_title
 from garag.types import Evidence, Label, SentenceId, Verdict
 from prompts import PromptFile, load_prompt
-from verifier.base import MAX_PREDICTED_EVIDENCE
+from verifier.base import MAX_PREDICTED_EVIDENCE, RankedFacts
 from verifier.explain import cite
 
 logger = logging.getLogger(__name__)
@@ -170,6 +170,7 @@ class LLMVerifier:
             used when the LLM reply is unusable; None = NOT ENOUGH INFO.
         max_evidence: evidence items shown to the model.
         prompt: the verdict prompt (default: ``prompts/verdict.yaml``).
+        triplets_per_fact: graph triplet lines shown under each sentence (graph mode).
     """
 
     name = "llm"
@@ -180,6 +181,7 @@ class LLMVerifier:
         fallback: FallbackVerifier | None = None,
         max_evidence: int = 10,
         prompt: PromptFile | None = None,
+        triplets_per_fact: int = 3,
     ) -> None:
         if max_evidence < 1:
             raise ValueError(f"max_evidence must be >= 1, got {max_evidence}")
@@ -187,6 +189,7 @@ class LLMVerifier:
         self.fallback = fallback
         self.max_evidence = max_evidence
         self.prompt = prompt if prompt is not None else load_prompt("verdict")
+        self.triplets_per_fact = triplets_per_fact
 
     def load(self) -> LLMVerifier:
         self.client.load()
@@ -194,6 +197,15 @@ class LLMVerifier:
         if callable(loader):
             loader()
         return self
+
+    def inputs(
+        self, evidence: Sequence[Evidence], ranking: RankedFacts | None, top_k: int
+    ) -> tuple[list[Evidence], list[PromptEvidence]]:
+        """The first ``max_evidence`` sentences (not ``top_k``: every prompt token costs), numbered
+        for the prompt with the graph's triplet lines where there is a graph ranking."""
+        shown = list(evidence[: self.max_evidence])
+        lines = ranking.triplet_lines(self.triplets_per_fact) if ranking is not None else None
+        return shown, prompt_evidence(shown, lines)
 
     def verify(self, claim: str, evidence: Sequence[Evidence] | Sequence[PromptEvidence]) -> Verdict:
         return self.verify_detailed(claim, evidence).verdict

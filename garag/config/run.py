@@ -4,9 +4,24 @@ from __future__ import annotations
 
 from typing import Annotated, ClassVar, Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from garag.config.base import Bool, Int, Section, Str
+
+VERIFIERS = ("nli", "llm")
+# Names of verifiers added with verifier.registry.register_verifier (as retrievers are added with
+# retrievers.registry.register_retriever): configs may name them in ``pipeline.verifier`` too.
+_REGISTERED_VERIFIERS: set[str] = set()
+
+
+def register_verifier_name(name: str) -> None:
+    """Let configs name the verifier ``name`` (called by ``verifier.registry.register_verifier``)."""
+    _REGISTERED_VERIFIERS.add(name)
+
+
+def known_verifiers() -> tuple[str, ...]:
+    """garag's verifiers, then the registered ones (sorted)."""
+    return VERIFIERS + tuple(sorted(_REGISTERED_VERIFIERS - set(VERIFIERS)))
 
 
 class DataConfig(Section):
@@ -72,12 +87,21 @@ class PipelineConfig(Section):
         mode: "baseline" (retrieval -> top-k sentences -> verifier) or "graph"
             (decomposition -> fused retrieval -> triplets -> local graph ranking ->
             graph-ranked evidence / linearized graph -> verifier).
-        verifier: "nli" (the sequence classifier) or "llm" (the chat model; the NLI
-            verifier is its fallback).
+        verifier: "nli" (the sequence classifier), "llm" (the chat model; the NLI
+            verifier is its fallback) or any name registered with
+            ``verifier.registry.register_verifier``.
         evidence_pool: graph mode: retrieved sentences put into the claim's local graph.
     """
 
     section: ClassVar[str] = "pipeline"
     mode: Literal["baseline", "graph"] = "baseline"
-    verifier: Literal["nli", "llm"] = "nli"
+    verifier: Str = "nli"
     evidence_pool: Int = Field(20, ge=1, le=200)
+
+    @field_validator("verifier")
+    @classmethod
+    def _known(cls, value: str) -> str:
+        known = known_verifiers()
+        if value not in known:
+            raise ValueError(f"unknown verifier (known: {', '.join(known)})")
+        return value

@@ -295,11 +295,15 @@ def test_evidence_graph_png(tmp_path: Path):
 
 
 def test_llm_faithfulness_is_judged_by_its_nli_fallback_not_by_another_llm_call():
+    from verifier.judged import JudgedVerifier
     from verifier.llm import LLMVerifier
 
     nli = object()  # stands in for the NLI fallback: only which object judges is checked
     llm = LLMVerifier(client=None, fallback=nli)  # type: ignore[arg-type]  (never called here)
     assert faithfulness_judge(llm) is nli
+    # the LLM judge's wrap is read through: asking the judge again would cost LLM calls too
+    judged = JudgedVerifier(llm, judge=None, two_way_data=True)  # type: ignore[arg-type]
+    assert faithfulness_judge(judged) is nli
     alone = LLMVerifier(client=None)  # type: ignore[arg-type]
     assert faithfulness_judge(alone) is alone
     plain = object()

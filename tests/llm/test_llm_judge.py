@@ -1,4 +1,5 @@
-"""The LLM judge (verifier/llm_judge.py): reply parsing, what it withholds, and a real model's run.
+"""The LLM judge (verifier/llm_judge.py, as a component: verifier/judged.py): reply parsing, what it
+withholds, and a real model's run.
 
 The semantics tests use ``ScriptedClient``, a fake that returns set replies, so that each reply
 shape ("Yes", "No", a cut "No, ...", nonsense, a timeout) is exercised for sure; the last tests
@@ -14,7 +15,7 @@ from garag.config import load_config
 from garag.config.base import ConfigError
 from garag.llm.client import Structured
 from garag.types import Evidence, Label, SentenceId, Verdict
-from pipeline.verification import decide
+from verifier.judged import JudgedVerifier
 from verifier.llm_judge import (
     LLM_JUDGE_VERSION,
     LLMJudge,
@@ -51,6 +52,25 @@ class ScriptedClient:
         assert stage == "judge" and prompt_sha and max_lines == 1
         self.asked.extend(requests)
         out, self.replies = self.replies[: len(requests)], self.replies[len(requests) :]
+        return out
+
+
+class FixedVerifier:
+    """A fake verifier (stands in for the NLI classifier): the set verdicts, one per claim, in order."""
+
+    name = "fixed"
+
+    def __init__(self, verdicts: list[Verdict]) -> None:
+        self.verdicts = list(verdicts)
+
+    def load(self) -> FixedVerifier:
+        return self
+
+    def verify(self, claim, evidence) -> Verdict:
+        return self.verify_batch([claim], [evidence])[0]
+
+    def verify_batch(self, claims, evidence) -> list[Verdict]:
+        out, self.verdicts = self.verdicts[: len(claims)], self.verdicts[len(claims) :]
         return out
 
 
@@ -112,7 +132,13 @@ def test_no_withholds_support_yes_and_unusable_keep_it_and_other_verdicts_are_no
         Label.SUPPORTS,  # timeout: stands
         Label.REFUTES,  # No
     ]
-    assert "the model said No" in out[0].explanation and out[0].scores == SCORES
+    assert "the model said No" in out[0].explanation
+    # the SUPPORTS score moved to the label the No gives: the decision model reads the doubt
+    assert out[0].scores == {
+        Label.SUPPORTS: 0.0,
+        Label.REFUTES: pytest.approx(0.9),
+        Label.NOT_ENOUGH_INFO: 0.1,
+    }
     assert out[1] == verdicts[1] and out[2] == verdicts[2]
     assert "no usable answer" in out[4].explanation and "no usable answer" in out[5].explanation
     assert judge.counts == {"yes": 1, "no": 3, "unusable": 2}
@@ -120,41 +146,37 @@ def test_no_withholds_support_yes_and_unusable_keep_it_and_other_verdicts_are_no
     assert [withheld(v.explanation) for v in out] == [True, False, False, True, False, False, True]
 
 
-def test_decide_runs_the_judge_after_the_check_on_two_way_data_only():
+def test_the_judged_verifier_asks_about_its_inner_supports_verdicts_only():
+    """As a component the judge reads the inner verifier's verdicts: it asks about those called
+    SUPPORTS, on the sentences each read, and a No leaves the SUPPORTS score at 0."""
     _needs_langchain()
-    settings = load_config(overrides=["verifier.llm_judge=two_way"]).verifier
-    client = ScriptedClient([Structured("No", "No")] * 4)
-    judge = LLMJudge(client)
-    fever = decide([_verdict()], ["c"], [EVIDENCE], settings, None, two_way_data=False, judge=judge)
-    assert fever[0].label is Label.SUPPORTS and not client.asked
-    hover = decide([_verdict()], ["c"], [EVIDENCE], settings, None, two_way_data=True, judge=judge)
-    assert hover[0].label is Label.REFUTES and len(client.asked) == 1
-    off = load_config().verifier
-    kept = decide([_verdict()], ["c"], [EVIDENCE], off, None, two_way_data=True, judge=judge)
-    assert kept[0].label is Label.SUPPORTS and len(client.asked) == 1
-    with pytest.raises(ValueError, match="no LLM judge"):  # asked for, but none given: never skipped silently
-        decide([_verdict()], ["c"], [EVIDENCE], settings, None, two_way_data=True)
-
-
-def test_decide_runs_the_judge_on_three_way_data_when_always():
-    _needs_langchain()
-    settings = load_config(overrides=["verifier.llm_judge=always"]).verifier
-    client = ScriptedClient([Structured("No", "No"), Structured("Yes", "Yes")])
-    judge = LLMJudge(client)
-    nei_likelier = _verdict(scores={Label.SUPPORTS: 0.5, Label.REFUTES: 0.1, Label.NOT_ENOUGH_INFO: 0.4})
-    fever = decide(
-        [nei_likelier, _verdict()],
-        ["c", "d"],
-        [EVIDENCE] * 2,
-        settings,
-        None,
-        two_way_data=False,
-        judge=judge,
+    lifted = _verdict(
+        Label.NOT_ENOUGH_INFO, {Label.SUPPORTS: 0.45, Label.REFUTES: 0.05, Label.NOT_ENOUGH_INFO: 0.5}
     )
+    client = ScriptedClient([Structured("No", "No"), Structured("Yes", "Yes")])
+    judged = JudgedVerifier(
+        FixedVerifier([lifted, _verdict(), _verdict()]), LLMJudge(client), two_way_data=True
+    )
+    out = judged.verify_batch(["a", "b", "c"], [EVIDENCE] * 3)
+    assert len(client.asked) == 2 and out[0] == lifted  # NOT ENOUGH INFO: not asked
+    assert (
+        out[1].label is Label.REFUTES
+        and out[1].scores[Label.SUPPORTS] == 0.0
+        and withheld(out[1].explanation)
+    )
+    assert out[2] == _verdict()
+    assert judged.judge.counts == {"yes": 1, "no": 1, "unusable": 0}
+
+
+def test_the_judge_on_three_way_verdicts_withholds_support_for_the_likelier_other_label():
+    _needs_langchain()
+    client = ScriptedClient([Structured("No", "No"), Structured("Yes", "Yes")])
+    nei_likelier = _verdict(scores={Label.SUPPORTS: 0.5, Label.REFUTES: 0.1, Label.NOT_ENOUGH_INFO: 0.4})
+    judged = JudgedVerifier(FixedVerifier([nei_likelier, _verdict()]), LLMJudge(client), two_way_data=False)
+    fever = judged.verify_batch(["c", "d"], [EVIDENCE] * 2)
     assert [v.label for v in fever] == [Label.NOT_ENOUGH_INFO, Label.SUPPORTS] and len(client.asked) == 2
     assert "the model said No" in fever[0].explanation
-    with pytest.raises(ValueError, match="always on this data, but no LLM judge"):
-        decide([_verdict()], ["c"], [EVIDENCE], settings, None, two_way_data=False)
+    assert judged.name == "fixed+judge"
 
 
 def test_another_judge_prompt_names_another_run(monkeypatch):
@@ -355,8 +377,9 @@ def test_parts_act_on_two_way_data_only_fever_keeps_the_greedy_answer():
             raise AssertionError("FEVER's 3-way verdicts are not judged in parts")
 
     client = Both([Structured("No", "No")])
-    judge = LLMJudge(client, parts=_split, parts_threshold=0.3)
-    fever = decide([_verdict()], ["A and B."], [EVIDENCE], settings, None, two_way_data=False, judge=judge)
+    judge = LLMJudge(client, parts=_split, parts_threshold=settings.llm_judge_parts)
+    judged = JudgedVerifier(FixedVerifier([_verdict()]), judge, two_way_data=False)
+    fever = judged.verify_batch(["A and B."], [EVIDENCE])
     assert fever[0].label is Label.REFUTES and "the model said No" in fever[0].explanation
     always = load_config(JOINT, ["verifier.llm_judge=always"])
     parts = load_config(JOINT, ["verifier.llm_judge=always", "verifier.llm_judge_parts=0.3"])
