@@ -8,8 +8,8 @@ read as the pipeline reads a claim (the retrievers' top-k sentences):
   with its gold sentences removed, labelled NOT ENOUGH INFO (as for the claim aggregator);
 * its contrast twins (:mod:`training.contrast`: negation both ways, numbers moved, roles
   swapped, relations replaced, entities substituted), read with the original claim's retrieved
-  sentences, labelled by the generator's rules; negations are at most half of the twins (the
-  generator makes far more of them than of any other change), and every other twin also comes
+  sentences, labelled by the generator's rules (a negation of a SUPPORTS claim is REFUTES and of a
+  REFUTES claim SUPPORTS, so polarity alone tells nothing), and every other twin also comes
   without its gold sentences, labelled NOT ENOUGH INFO, so that a change is no shortcut to a label;
 * compositions of 2-4 claims, the multi-part claims HoVer asks about: of twins and unchanged
   claims (:func:`training.contrast.compose_contrasts`, read with every part's gold sentences, then
@@ -77,11 +77,8 @@ def decision_instances(
         sources_from_claims(claims, store), seed, compositions=round(COMPOSED_SHARE * len(claims))
     )
     twins = [t for t in made if t.change is not ChangeType.COMPOSED]
-    negations = [t for t in twins if t.change is ChangeType.NEGATION]
-    others = [t for t in twins if t.change is not ChangeType.NEGATION]
-    keep = others + rng.sample(negations, min(len(negations), max(len(others), 1)))
     texts: dict = {}
-    for twin in sorted(keep, key=lambda t: index[t.claim_id]):
+    for twin in twins:
         i = index[twin.claim_id]
         ranked = retrieved[i]
         out.append((twin.text, fetch_evidence(store, ranked, texts)[:top_k], twin.label, i))

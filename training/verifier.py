@@ -275,11 +275,26 @@ def calibrate_trained(config: Config, model_dir: Path, val: Sequence[TrainExampl
     return calibrate_nei_bias(model_dir, val, scorer.predict_pairs, vcfg.top_k)
 
 
-def fit_claim_aggregator(config: Config, model_dir: str | Path, progress: bool = True) -> dict:
+def validation_reading(
+    config: Config, progress: bool = True
+) -> tuple[RetrievalPipeline, list[TrainClaim], list[list[SentenceId]]]:
+    """The training retrieval pipeline, the verifier's validation claims and their retrieved
+    sentences (the baseline retrievers, as for the hard negatives): what the claim aggregator and
+    the decision model are fitted on."""
+    pipe, _, val_c, _ = _split_claims(config, progress)
+    return pipe, val_c, _retrieve_all(pipe, val_c, progress)
+
+
+def fit_claim_aggregator(
+    config: Config,
+    model_dir: str | Path,
+    progress: bool = True,
+    reading: tuple[RetrievalPipeline, list[TrainClaim], list[list[SentenceId]]] | None = None,
+) -> dict:
     """Fit a trained verifier's claim-level aggregator on its validation claims; store it beside the model.
 
-    The validation claims are retrieved again (the baseline retrievers, as for the
-    hard negatives) and each yields two instances (:func:`aggregator_instances`).
+    The validation claims are retrieved again (:func:`validation_reading`, or ``reading`` when
+    given) and each yields two instances (:func:`aggregator_instances`).
 
     Returns:
         The aggregator's ``info``: instance counts, accuracies of the rule and of the
@@ -287,9 +302,9 @@ def fit_claim_aggregator(config: Config, model_dir: str | Path, progress: bool =
     """
     started = time.time()
     top_k = config.verifier.top_k
-    pipe, _, val_c, _ = _split_claims(config, progress)
+    pipe, val_c, retrieved = reading or validation_reading(config, progress)
     assert pipe.store is not None
-    instances = aggregator_instances(val_c, _retrieve_all(pipe, val_c, progress), pipe.store, top_k)
+    instances = aggregator_instances(val_c, retrieved, pipe.store, top_k)
     vcfg = copy.deepcopy(config.verifier)
     vcfg.mode, vcfg.aggregation, vcfg.nei_bias = "per_sentence", "rule", 0.0
     vcfg.precision = "float32"  # the aggregator is part of the trained artifact: never fitted at bf16
@@ -321,12 +336,16 @@ def fit_claim_aggregator(config: Config, model_dir: str | Path, progress: bool =
     return aggregator.info
 
 
-def fit_verifier_decision(config: Config, model_dir: str | Path, progress: bool = True) -> dict:
+def fit_verifier_decision(
+    config: Config,
+    model_dir: str | Path,
+    progress: bool = True,
+    reading: tuple[RetrievalPipeline, list[TrainClaim], list[list[SentenceId]]] | None = None,
+) -> dict:
     """Fit the decision model (:mod:`training.decision`) on the verifier's validation claims, read as
-    the pipeline reads claims (retrieved again, as for the claim aggregator); store it beside the model."""
-    pipe, _, val_c, _ = _split_claims(config, progress)
+    the pipeline reads claims (:func:`validation_reading`, or ``reading``); store it beside the model."""
+    pipe, val_c, retrieved = reading or validation_reading(config, progress)
     assert pipe.store is not None
-    retrieved = _retrieve_all(pipe, val_c, progress)
     return fit_decision_model(config, model_dir, val_c, retrieved, pipe.store, progress)
 
 
@@ -349,8 +368,11 @@ def train_from_fever(config: Config, out_dir: Path, progress: bool = True) -> di
         train_ex, val_ex, train_config, base, out_dir, progress=progress, soft_targets=targets
     )
     calibration = calibrate_trained(config, result.model_dir, val_ex)
-    aggregator = fit_claim_aggregator(config, result.model_dir, progress)
-    decision = fit_verifier_decision(config, result.model_dir, progress) if needs_decision(config) else None
+    reading = validation_reading(config, progress)
+    aggregator = fit_claim_aggregator(config, result.model_dir, progress, reading)
+    decision = None
+    if needs_decision(config):
+        decision = fit_verifier_decision(config, result.model_dir, progress, reading)
     meta = {
         "kind": "verifier",
         "base_model": config.train.base_model,

@@ -143,7 +143,9 @@ def test_a_damaged_trained_verifier_is_refused_with_a_retrain_hint(tmp_path: Pat
     from training.verifier import ensure_verifier
     from verifier.trained import trained_verifier_path, verifier_artifact_dir
 
-    config = load_config(overrides=[f"paths.cache_dir={tmp_path}", "verifier.aggregation=rule"])
+    config = load_config(
+        overrides=[f"paths.cache_dir={tmp_path}", "verifier.aggregation=rule", "verifier.decision=verifier"]
+    )
     out_dir = verifier_artifact_dir(config)
     shutil.copytree(tiny_base, out_dir / "model")  # stands in for a trained model: only its bytes matter here
     meta = {"kind": "verifier", "model_files": file_checksums(out_dir / "model")}
