@@ -6,6 +6,7 @@ import importlib
 from collections.abc import Callable
 
 from garag.config import Config
+from garag.config.base import check_component_name
 from garag.config.retrieval import RETRIEVERS, register_retriever_name
 from retrievers.base import IndexContext, Retriever
 
@@ -56,10 +57,7 @@ def register_retriever(name: str, factory: RetrieverFactory, modules: tuple[str,
     Raises:
         ValueError: a bad or taken name.
     """
-    if not name or not all(c.isalnum() or c in "_-" for c in name):
-        raise ValueError(f"retriever name {name!r}: use letters, digits, '_' and '-'")
-    if name in RETRIEVERS:
-        raise ValueError(f"retriever name {name!r} is one of garag's own")
+    check_component_name("retriever", name, RETRIEVERS)
     _FACTORIES[name] = (factory, tuple(modules))
     register_retriever_name(name)
 

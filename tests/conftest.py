@@ -8,6 +8,7 @@ paths a hub checkpoint takes (save_pretrained / from_pretrained).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -237,3 +238,25 @@ def trained(tiny_base: Path, tmp_path_factory: pytest.TempPathFactory):
     with one_torch_thread():
         result = train_verifier(train, val, _toy_config(), str(tiny_base), out_dir, progress=False)
     return result, out_dir
+
+
+def write_as_hover(claims, path: Path, extra: tuple[dict, ...] = ()) -> Path:  # noqa: ANN001 - Claims
+    """The claims written as HoVer claims (SUPPORTED / NOT_SUPPORTED, their first evidence set),
+    then ``extra`` rows as given."""
+    rows = [
+        {
+            "id": c.id,
+            "claim": c.text,
+            "label": "SUPPORTED" if c.label == "SUPPORTS" else "NOT_SUPPORTED",
+            "evidence": [list(s.to_json()) for s in (c.evidence[0] if c.evidence else ())],
+        }
+        for c in claims
+    ]
+    path.write_text("".join(json.dumps(r) + "\n" for r in [*rows, *extra]), encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="session")
+def as_hover() -> Callable[..., Path]:
+    """:func:`write_as_hover`."""
+    return write_as_hover

@@ -29,7 +29,6 @@ and pure numpy at prediction time; fitting uses scikit-learn's
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -41,7 +40,7 @@ from garag.artifacts import write_json_atomic
 from garag.text import detokenize, page_to_title
 from garag.types import Evidence, Label
 from verifier.labels import LABEL_ORDER
-from verifier.logistic import Softmax, fit_softmax
+from verifier.logistic import Softmax, fit_softmax, read_model_file
 
 AGGREGATOR_FILE = "garag_aggregator.json"
 # Bump when the features or the fitting recipe change: a stored aggregator of another version is refitted.
@@ -236,17 +235,8 @@ def aggregator_path(model_dir: str | Path) -> Path:
 def read_aggregator(model_dir: str | Path) -> ClaimAggregator | None:
     """The aggregator stored beside a model, or None when there is none (or of another version)."""
     path = aggregator_path(model_dir)
-    if not path.is_file():
-        return None
-    try:
-        obj = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"{path}: not valid JSON ({exc}); delete it and garag fits a new one") from exc
-    if not isinstance(obj, dict):
-        raise ValueError(f"{path}: expected a JSON object")
-    if obj.get("version") != AGGREGATOR_VERSION:
-        return None
-    return ClaimAggregator.from_json(obj, str(path))
+    obj = read_model_file(path, AGGREGATOR_VERSION)
+    return None if obj is None else ClaimAggregator.from_json(obj, str(path))
 
 
 def fit_aggregator(

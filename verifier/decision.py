@@ -34,7 +34,6 @@ The model is a small JSON file beside garag's trained verifier (``garag_decision
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -49,7 +48,7 @@ from garag.types import Evidence, Label, Verdict
 from verifier.claim_aggregator import content_words
 from verifier.entity_check import SKIPPED_TYPES, EntityCheck, evidence_words, missing_entities, words
 from verifier.labels import LABEL_ORDER
-from verifier.logistic import Softmax, fit_softmax
+from verifier.logistic import Softmax, fit_softmax, read_model_file
 
 DECISION_FILE = "garag_decision.json"
 # Bump when the features or the fitting recipe change: a stored model of another version is refitted.
@@ -406,17 +405,8 @@ def decision_path(model_dir: str | Path) -> Path:
 def read_decision(model_dir: str | Path) -> DecisionModel | None:
     """The decision model stored beside a verifier, or None when there is none (or of another version)."""
     path = decision_path(model_dir)
-    if not path.is_file():
-        return None
-    try:
-        obj = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"{path}: not valid JSON ({exc}); delete it and garag fits a new one") from exc
-    if not isinstance(obj, dict):
-        raise ValueError(f"{path}: expected a JSON object")
-    if obj.get("version") != DECISION_VERSION:
-        return None
-    return DecisionModel.from_json(obj, str(path))
+    obj = read_model_file(path, DECISION_VERSION)
+    return None if obj is None else DecisionModel.from_json(obj, str(path))
 
 
 def expected_calibration_error(probs: np.ndarray, gold: Sequence[int], bins: int = 10) -> float:

@@ -8,8 +8,10 @@ of the claim and its evidence (:mod:`verifier.decision`).  Fitting uses scikit-l
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
@@ -80,3 +82,21 @@ def fit_softmax(features: np.ndarray, classes: Sequence[int], n_classes: int, l2
         prior_correction=-np.log(counts / counts.sum()),
         counts=tuple(int(c) for c in counts),
     )
+
+
+def read_model_file(path: Path, version: int) -> dict | None:
+    """A stored model's JSON object, or None when there is no file or it is of another version
+    (then it is fitted again).
+
+    Raises:
+        ValueError: the file is not a JSON object (naming it, with what to do).
+    """
+    if not path.is_file():
+        return None
+    try:
+        obj = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{path}: not valid JSON ({exc}); delete it and garag fits a new one") from exc
+    if not isinstance(obj, dict):
+        raise ValueError(f"{path}: expected a JSON object")
+    return obj if obj.get("version") == version else None

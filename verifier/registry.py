@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from garag.config import Config, ConfigError
+from garag.config.base import check_component_name
 from garag.config.run import VERIFIERS, known_verifiers, register_verifier_name
 from verifier.base import Verifier
 
@@ -86,10 +87,7 @@ def register_verifier(name: str, factory: VerifierFactory, modules: tuple[str, .
     Raises:
         ValueError: a bad or taken name.
     """
-    if not name or not all(c.isalnum() or c in "_-" for c in name):
-        raise ValueError(f"verifier name {name!r}: use letters, digits, '_' and '-'")
-    if name in VERIFIERS:
-        raise ValueError(f"verifier name {name!r} is one of garag's own")
+    check_component_name("verifier", name, VERIFIERS)
     _FACTORIES[name] = (factory, tuple(modules))
     register_verifier_name(name)
 

@@ -192,3 +192,16 @@ def describe_error(error: _ValidationError, model: type[BaseModel], prefix: str 
     if kind == "extra_forbidden":
         more -= len(unknown) - 1
     return message + (f" (and {more} more error{'s' * (more > 1)})" if more > 0 else "")
+
+
+def check_component_name(kind: str, name: str, own: tuple[str, ...]) -> None:
+    """Refuse a bad or taken name for a registered component (a retriever, a verifier).
+
+    Raises:
+        ValueError: ``name`` is empty, has characters other than letters, digits, ``_`` and ``-``,
+            or is one of garag's own (``own``).
+    """
+    if not name or not all(c.isalnum() or c in "_-" for c in name):
+        raise ValueError(f"{kind} name {name!r}: use letters, digits, '_' and '-'")
+    if name in own:
+        raise ValueError(f"{kind} name {name!r} is one of garag's own")

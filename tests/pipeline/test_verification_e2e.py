@@ -30,21 +30,6 @@ def _config(tiny_corpus: Path, tiny_claims: Path, cache: Path, model: str = "", 
     ])  # fmt: skip
 
 
-def _as_hover(claims, path: Path) -> Path:
-    """The claims written as HoVer claims (SUPPORTED / NOT_SUPPORTED, their first evidence set)."""
-    rows = [
-        {
-            "id": c.id,
-            "claim": c.text,
-            "label": "SUPPORTED" if c.label == "SUPPORTS" else "NOT_SUPPORTED",
-            "evidence": [list(s.to_json()) for s in (c.evidence[0] if c.evidence else ())],
-        }
-        for c in claims
-    ]
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-    return path
-
-
 @pytest.fixture(scope="module")
 def run(tiny_corpus: Path, tiny_claims: Path, train_on_fixture_premises, tmp_path_factory):
     cache = tmp_path_factory.mktemp("cache")
@@ -239,7 +224,7 @@ def test_question_answers_fill_their_own_programs_slots_in_batched_rounds(run, m
 
 
 def test_the_decision_models_label_is_final_on_every_path(
-    run, tiny_corpus: Path, tmp_path: Path, monkeypatch
+    run, tiny_corpus: Path, tmp_path: Path, monkeypatch, as_hover
 ):
     """A decision model fitted beside the verifier (here on the fixture claims themselves) decides
     every label: what the pipeline returns and what ``predict`` writes are the decider's verdicts,
@@ -281,7 +266,7 @@ def test_the_decision_models_label_is_final_on_every_path(
         return out
 
     monkeypatch.setattr(Decider, "decide", spy)
-    hover = _as_hover(claims, tmp_path / "hover.jsonl")
+    hover = as_hover(claims, tmp_path / "hover.jsonl")
     for claims_file, extra in (
         (Path(config.data.claims), ("verifier.decision=learned",)),
         (Path(config.data.claims), ("verifier.decision=learned", "reasoning.programs=rule")),
@@ -325,7 +310,7 @@ def test_a_mixed_verifier_runs_in_the_pipeline_and_names_its_second_model(
 
 @pytest.mark.llm
 def test_the_llm_judge_runs_in_the_pipeline_where_its_setting_applies(
-    run, tiny_corpus, tiny_claims, tmp_path
+    run, tiny_corpus, tiny_claims, tmp_path, as_hover
 ):
     """The LLM judge with the real SmolLM2-135M: ``two_way`` builds it for HoVer's 2-way labels only,
     ``always`` for FEVER's 3-way ones too; it is asked about every SUPPORTS verdict (on HoVer the
@@ -357,7 +342,7 @@ def test_the_llm_judge_runs_in_the_pipeline_where_its_setting_applies(
     assert all(r["predicted_label"] in ("REFUTES", "NOT ENOUGH INFO") for r in said_no)
     assert sum(r["predicted_label"] == "SUPPORTS" for r in records) == counts["yes"] + counts["unusable"]
     assert {k: outcome.llm[f"judge_{k}"] for k in counts} == counts
-    hover = _as_hover(claims, tmp_path / "hover.jsonl")
+    hover = as_hover(claims, tmp_path / "hover.jsonl")
     extra += ["data.claim_format=hover"]
     judged = _config(tiny_corpus, hover, cache, model, extra)
     pipe = VerificationPipeline(judged, progress=False).build()

@@ -10,7 +10,6 @@ BM25 over the fixture corpus and a tiny classifier trained on the fixture premis
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Sequence
 from pathlib import Path
@@ -20,7 +19,7 @@ import pytest
 from garag.config import Config, ConfigError, load_config
 from garag.llm import LLMStats
 from garag.llm.client import Structured
-from garag.types import Claim, Evidence, Label, SentenceId, Verdict
+from garag.types import Evidence, Label, SentenceId, Verdict
 from pipeline.verification import VerificationPipeline, hits_to_evidence
 from verifier.base import read_evidence
 from verifier.judged import JudgedVerifier
@@ -218,33 +217,21 @@ def test_the_mix_and_the_llm_verifier_come_out_of_the_registry(trained, tiny_cor
     assert read_evidence(llm, ranked, None, 3)[1][0].triplets == ()
 
 
-def _as_hover(claims: Sequence[Claim], path: Path) -> Path:
-    """The claims written as HoVer claims (SUPPORTED / NOT_SUPPORTED, their first evidence set), and
-    one more naming a city that no page names, which the entity check withholds SUPPORTED from."""
-    rows = [
-        {
-            "id": c.id,
-            "claim": c.text,
-            "label": "SUPPORTED" if c.label == "SUPPORTS" else "NOT_SUPPORTED",
-            "evidence": [list(s.to_json()) for s in (c.evidence[0] if c.evidence else ())],
-        }
-        for c in claims
-    ]
-    unread = {"claim": "The Beatles were formed in Manchester.", "label": "NOT_SUPPORTED"}
-    rows.append({"id": 7, **unread, "evidence": [["The_Beatles", 0]]})
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-    return path
-
-
 def test_the_judge_wraps_the_verifier_and_asks_about_its_supports_verdicts(
-    trained, tiny_corpus: Path, tiny_claims: Path, tmp_path: Path
+    trained, tiny_corpus: Path, tiny_claims: Path, tmp_path: Path, as_hover
 ):
     """On HoVer the judge is a component around the NLI verifier: it is asked about the verdicts the
     verifier calls SUPPORTED and no other, and where it says No the verdict is withheld with its
     SUPPORTS score at 0; every other verdict is the verifier's own."""
     cache, model = trained
     fever = VerificationPipeline(_config(tiny_corpus, tiny_claims, cache, model), progress=False)
-    hover = _as_hover(list(fever.dataset.claims()), tmp_path / "hover.jsonl")
+    # one more claim names a city no page names
+    unread = {"id": 7, "claim": "The Beatles were formed in Manchester.", "label": "NOT_SUPPORTED"}
+    hover = as_hover(
+        list(fever.dataset.claims()),
+        tmp_path / "hover.jsonl",
+        ({**unread, "evidence": [["The_Beatles", 0]]},),
+    )
     on_hover = ["data.claim_format=hover"]
     plain = VerificationPipeline(_config(tiny_corpus, hover, cache, model, on_hover), progress=False).build()
     assert isinstance(plain.verifier, NLIVerifier) and plain.llm_judge is None
