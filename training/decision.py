@@ -37,7 +37,7 @@ from garag.config import Config
 from garag.types import Evidence, Label
 from pipeline.decompose import RuleDecomposer
 from training.compositional import compose_examples
-from training.contrast import ChangeType, contrast_claims, sources_from_claims
+from training.contrast import ChangeType, compose_contrasts, contrast_claims, sources_from_claims
 from training.data import TrainClaim, aggregator_instances, fetch_evidence
 from verifier.base import Verifier
 from verifier.claim_aggregator import balanced_accuracy
@@ -73,9 +73,8 @@ def decision_instances(
     ]
     counts: Counter = Counter({"claims": len(claims), "claim_instances": len(out)})
     index = {c.id: i for i, c in enumerate(claims)}
-    made = contrast_claims(
-        sources_from_claims(claims, store), seed, compositions=round(COMPOSED_SHARE * len(claims))
-    )
+    sources = sources_from_claims(claims, store)
+    made = contrast_claims(sources, seed, compositions=round(COMPOSED_SHARE * len(claims)))
     twins = [t for t in made if t.change is not ChangeType.COMPOSED]
     texts: dict = {}
     for twin in twins:
@@ -88,8 +87,12 @@ def decision_instances(
             without = fetch_evidence(store, [s for s in ranked if s not in gold], texts)[:top_k]
             out.append((twin.text, without, Label.NOT_ENOUGH_INFO, i))
             counts["twin_without_gold"] += 1
-    # HoVer's kind of claim: 2-4 parts, one of them changed (often a name substituted), read with
-    # every part's evidence and the parts' retrieved sentences after it
+    # HoVer's kind of claim: 2-4 parts, one of them changed, read with every part's evidence and
+    # the parts' retrieved sentences after it; and as many whose refuted part has a name
+    # substituted, how HoVer's NOT_SUPPORTED claims were written (their supported ones have twins
+    # made SUPPORTS by negation among their parts: compose_contrasts needs changed claims of both)
+    substituted = [t for t in twins if t.change is ChangeType.ENTITY or t.label is Label.SUPPORTS]
+    made += compose_contrasts(substituted, sources, round(COMPOSED_SHARE * len(claims)), seed + 7)
     for c in (t for t in made if t.change is ChangeType.COMPOSED):
         if len(c.evidence) > top_k:
             counts["composed_contrast_skipped_evidence_over_top_k"] += 1

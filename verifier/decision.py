@@ -20,7 +20,9 @@ three scores, features a verifier does not weigh on its own (:data:`FEATURES`):
   mean, the strongest contradiction of any part, the share of parts entailed;
 * **graph coverage**: the co-mention graph of the sentences read (a sentence joins the claim's
   names it mentions, its page title included): whether the claim's names and each part's names
-  are connected in it, the link multi-hop claims need.
+  are connected in it, the link multi-hop claims need;
+* whether the claim has several parts, and the missing names and the weakest part for such claims
+  alone (HoVer's claims are of several parts; FEVER's mostly of one).
 
 A multinomial logistic regression maps them to SUPPORTS / REFUTES / NOT ENOUGH INFO, fitted on
 training data only (FEVER train claims the verifier did not train on, their contrast twins and
@@ -52,7 +54,7 @@ from verifier.logistic import Softmax, fit_softmax, read_model_file
 
 DECISION_FILE = "garag_decision.json"
 # Bump when the features or the fitting recipe change: a stored model of another version is refitted.
-DECISION_VERSION = 1
+DECISION_VERSION = 2
 FEATURES = (
     "verifier_supports",
     "verifier_refutes",
@@ -83,6 +85,9 @@ FEATURES = (
     "names_connected",
     "parts_connected",
     "read",
+    "multi_part",
+    "multi_part_names_missing",
+    "multi_part_entail_min",
 )
 _S = LABEL_ORDER.index(Label.SUPPORTS)
 _N = LABEL_ORDER.index(Label.NOT_ENOUGH_INFO)
@@ -233,6 +238,9 @@ def _row(
         parts_connected,
         len(read) / top_k,
     ]
+    # a claim of several parts (HoVer's kind) may weigh its names and weakest part otherwise
+    multi = float(len(part_texts) > 1)
+    row += [multi, multi * row[FEATURES.index("names_missing")], multi * min(part_entail)]
     return row, {"positive_form": positive, "missing_names": missing}
 
 

@@ -232,7 +232,14 @@ def test_the_decision_models_label_is_final_on_every_path(
     import shutil
 
     from pipeline.decompose import RuleDecomposer
-    from verifier.decision import Decider, DecisionCase, DecisionFeatures, fit_decision, read_decision
+    from verifier.decision import (
+        FEATURES,
+        Decider,
+        DecisionCase,
+        DecisionFeatures,
+        fit_decision,
+        read_decision,
+    )
 
     config, _, claims, _, _ = run
     cache = Path(config.paths.cache_dir)
@@ -251,7 +258,7 @@ def test_the_decision_models_label_is_final_on_every_path(
     features, notes = DecisionFeatures(own.verifier.score_sentences, config.decomposition.spacy_model, 3)(
         cases
     )
-    assert features.shape == (len(claims), 29) and np.isfinite(features).all()
+    assert features.shape == (len(claims), len(FEATURES)) and np.isfinite(features).all()
     # claim 3 ("Sandra Bullock was never a producer.") is negated: its positive form was read
     assert notes[2]["positive_form"] == "Sandra Bullock was a producer."
     fit_decision(features, [Label(c.label) for c in claims], top_k=3, l2=1.0).save(model_dir)
