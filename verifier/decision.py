@@ -11,8 +11,8 @@ three scores, features a verifier does not weigh on its own (:data:`FEATURES`):
   probabilities of its positive form ("X was not American" -> "X was American",
   :func:`garag.polarity.remove_negation`) against the same sentences; whether the deciding
   sentences are negated;
-* **names**: how many of the claim's names (spaCy entities and proper-noun runs, as
-  :mod:`verifier.entity_check` finds them) no sentence read names;
+* **names**: how many of the claim's names (spaCy entities and proper-noun runs,
+  :func:`verifier.entity_check.claim_names`) no sentence read names;
 * **numbers**: the claim's numbers missing from the sentences read, and whether the sentence
   covering most of the claim states another number of the same kind (a year for a year);
 * **parts**: the claim's simple facts (the rule decomposer's sub-claims, given by the pipeline),
@@ -29,7 +29,8 @@ training data only (FEVER train claims the verifier did not train on, their cont
 compositions: :mod:`training.decision`), corrected to equal class priors.  Its label is final: on
 3-way data the likeliest label; on 2-way data (HoVer) SUPPORTS when its probability is at least
 that of the other two together, else the likelier of them, from the same model, with no threshold
-picked on evaluation claims.  Nothing after it changes the label (``tests/verifier/test_decision.py``).
+picked on evaluation claims.  Nothing after it changes the label
+(``tests/pipeline/test_verification_e2e.py::test_the_decision_models_label_is_final_on_every_path``).
 
 The model is a small JSON file beside garag's trained verifier (``garag_decision.json``).
 """
@@ -48,7 +49,7 @@ from garag.polarity import NEGATIVE_WORDS, remove_negation
 from garag.text import detokenize, page_to_title
 from garag.types import Evidence, Label, Verdict
 from verifier.claim_aggregator import content_words
-from verifier.entity_check import SKIPPED_TYPES, EntityCheck, evidence_words, missing_entities, words
+from verifier.entity_check import SKIPPED_TYPES, claim_names, evidence_words, missing_entities, words
 from verifier.labels import LABEL_ORDER
 from verifier.logistic import Softmax, fit_softmax, read_model_file
 
@@ -128,7 +129,6 @@ class DecisionFeatures:
         self.scorer = scorer
         self.spacy_model = spacy_model
         self.top_k = top_k
-        self.names = EntityCheck(spacy_model)
 
     def __call__(self, cases: Sequence[DecisionCase]) -> tuple[np.ndarray, list[dict]]:
         """The feature rows and, per case, what explains them (the positive form, missing names).
@@ -153,7 +153,7 @@ class DecisionFeatures:
         own = [next(scored) for _ in cases]
         pos_probs = [next(scored) if pos is not None else None for pos in positive]
         part_probs = [[next(scored) for _ in ps] for ps in parts]
-        names = self.names.entities(claims) if cases else []
+        names = [claim_names(p) for p in parsed]  # from the same parse as the polarity
         rows, notes = [], []
         for i, case in enumerate(cases):
             row, note = _row(

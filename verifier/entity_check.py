@@ -36,8 +36,9 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 
+from garag.claim_parse import ParsedClaim
 from garag.text import detokenize, page_to_title
 from garag.types import Evidence
 
@@ -108,11 +109,10 @@ _LATIN_FOLD = str.maketrans(
 )
 _LATIN_END = 0x250  # Basic Latin to Latin Extended-B: the letters whose accents are stripped
 _CJK = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
+
+
 # spaCy components neither NER nor the tagger's proper nouns need (en_core_web_sm's NER has its
 # own token vectors; the tagger and attribute_ruler give ``pos_``).
-_UNUSED = ("parser", "lemmatizer", "senter")
-
-
 def words(text: str) -> list[str]:
     """Case-folded words of ``text``, Latin accents stripped ("Beyoncé's" -> ["beyonce", "s"])."""
     out: list[str] = []
@@ -224,55 +224,31 @@ def missing_entities(entities: Iterable[tuple[str, str]], found: set[str]) -> li
     return out
 
 
-def _names(doc) -> list[tuple[str, str]]:  # noqa: ANN001 - a spaCy Doc
-    """The doc's entities, then each run of proper nouns no entity covers ("Spider-Man": a hyphen
-    with no space around it joins two proper nouns)."""
-    out = [(e.text, e.label_) for e in doc.ents]
-    covered = {i for e in doc.ents for i in range(e.start, e.end)}
+def claim_names(claim: ParsedClaim) -> list[tuple[str, str]]:
+    """A parsed claim's named entities as (text, spaCy type), then each run of proper nouns no
+    entity covers as (text, "PROPN") ("Spider-Man": a hyphen with no space around it joins two
+    proper nouns)."""
+    toks = claim.toks
+    out = [(e.text, e.label) for e in claim.ents]
+    covered = {i for e in claim.ents for i in range(e.start, e.end)}
 
     def name(i: int) -> bool:
-        return 0 <= i < len(doc) and doc[i].pos_ == "PROPN" and i not in covered
+        return 0 <= i < len(toks) and toks[i].pos == "PROPN" and i not in covered
 
     start = None
-    for i in range(len(doc) + 1):
+    for i in range(len(toks) + 1):
         joins = (
             start is not None
-            and i < len(doc)
-            and doc[i].text == "-"
-            and not doc[i - 1].whitespace_
-            and not doc[i].whitespace_
+            and i < len(toks)
+            and toks[i].text == "-"
+            and not toks[i - 1].ws
+            and not toks[i].ws
             and name(i + 1)
         )
         if name(i) or joins:
             start = i if start is None else start
         elif start is not None:
-            out.append((doc[start:i].text, "PROPN"))
+            text = "".join(t.text + t.ws for t in toks[start : i - 1]) + toks[i - 1].text
+            out.append((text, "PROPN"))
             start = None
     return out
-
-
-class EntityCheck:
-    """Applies the entity check to a batch of verdicts (spaCy loaded by :meth:`load` or on first use).
-
-    Args:
-        spacy_model: the spaCy pipeline whose NER finds the claim's entities.
-    """
-
-    def __init__(self, spacy_model: str) -> None:
-        self.spacy_model = spacy_model
-        self._nlp = None
-
-    def load(self) -> EntityCheck:
-        """Load the spaCy pipeline now (an uninstalled model fails here, before any claim is read)."""
-        if self._nlp is None:
-            from garag.nlp import load_spacy
-
-            self._nlp = load_spacy(self.spacy_model)
-        return self
-
-    def entities(self, claims: Sequence[str]) -> list[list[tuple[str, str]]]:
-        """Each claim's named entities as (text, spaCy type), then its proper-noun runs outside
-        them as (text, "PROPN")."""
-        self.load()
-        unused = [name for name in _UNUSED if name in self._nlp.pipe_names]
-        return [_names(doc) for doc in self._nlp.pipe(claims, disable=unused)]

