@@ -162,27 +162,27 @@ class VerificationPipeline:
         return self
 
     def _decider(self):  # noqa: ANN202 - verifier.decision.Decider | None
-        """The decision model beside garag's verifier (:func:`verifier.decision.load_decider`): the
-        claim's parts from the rule decomposer, per-sentence probabilities from the NLI verifier
-        at ``self.model_path`` (the one the decision model was fitted with)."""
-        from pipeline.decompose import RuleDecomposer
-        from verifier.decision import load_decider
+        """The decision model beside garag's verifier (:func:`verifier.decision.decision_for`) with its
+        features: the claim's parts from the rule decomposer, per-sentence probabilities from the NLI
+        verifier at ``self.model_path`` (the one the decision model was fitted with).  Nothing more is
+        loaded where there is no decision model."""
+        from verifier.decision import Decider, DecisionFeatures, decision_for
         from verifier.nli import NLIVerifier
 
         cfg = self.config
-        if cfg.verifier.decision == "verifier":
+        model = decision_for(cfg.verifier.decision, self.model_path, cfg.verifier.top_k)
+        if model is None:
             return None
         nli = _find_nli(self.verifier, self.model_path) or NLIVerifier(cfg.verifier, self.model_path).load()
-        scorer = nli.score_sentences
-        parts = RuleDecomposer(cfg.decomposition).load().subclaims
-        return load_decider(
-            cfg.verifier.decision,
-            self.model_path,
-            scorer,
-            cfg.decomposition.spacy_model,
-            cfg.verifier.top_k,
-            parts,
-        )
+        features = DecisionFeatures(nli.score_sentences, cfg.decomposition.spacy_model, cfg.verifier.top_k)
+        return Decider(model, features, self._subclaims())
+
+    def _subclaims(self):  # noqa: ANN202 - str -> list[str]
+        """The rule decomposer's sub-claims: the pipeline's own decomposer where it is the rule one."""
+        from pipeline.decompose import RuleDecomposer
+
+        rule = self.decomposer if isinstance(self.decomposer, RuleDecomposer) else None
+        return (rule or RuleDecomposer(self.config.decomposition).load()).subclaims
 
     def _llm(self) -> LLMClient:
         """The pipeline's LLM client, made and loaded on first use."""
@@ -199,11 +199,7 @@ class VerificationPipeline:
         from verifier.llm_judge import LLMJudge
 
         cfg, two_way_data = self.config, self.dataset.two_way
-        parts = None
-        if cfg.verifier.llm_judge_parts > 0:
-            from pipeline.decompose import RuleDecomposer
-
-            parts = RuleDecomposer(cfg.decomposition).load().subclaims
+        parts = self._subclaims() if cfg.verifier.llm_judge_parts > 0 else None
         self.llm_judge = LLMJudge(self._llm(), parts=parts, parts_threshold=cfg.verifier.llm_judge_parts)
         return JudgedVerifier(verifier, self.llm_judge, two_way_data=two_way_data)
 

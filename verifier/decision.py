@@ -467,17 +467,10 @@ class Decider:
         return self.model.decide(cases, features, notes, two_way=two_way)
 
 
-def load_decider(
-    setting: str,
-    model_path: str,
-    scorer: SentenceScorer,
-    spacy_model: str,
-    top_k: int,
-    parts: Callable[[str], list[str]] | None,
-) -> Decider | None:
-    """The decider for ``verifier.decision`` (``setting``) and the verifier at ``model_path``, or None
-    where the verifier's own label is the verdict ("verifier", or "auto" beside a checkpoint with no
-    decision model).
+def decision_for(setting: str, model_path: str, top_k: int) -> DecisionModel | None:
+    """The decision model for ``verifier.decision`` (``setting``) beside the verifier at
+    ``model_path``, or None where the verifier's own label is the verdict ("verifier", or "auto"
+    beside a checkpoint with no decision model).
 
     Raises:
         ValueError: "learned" with no decision model beside the checkpoint, or one fitted for another
@@ -499,4 +492,17 @@ def load_decider(
         raise ValueError(
             f"{decision_path(local)}: fitted for verifier.top_k {model.top_k}, the config reads {top_k}"
         )
-    return Decider(model, DecisionFeatures(scorer, spacy_model, top_k), parts)
+    return model
+
+
+def load_decider(
+    setting: str,
+    model_path: str,
+    scorer: SentenceScorer,
+    spacy_model: str,
+    top_k: int,
+    parts: Callable[[str], list[str]] | None,
+) -> Decider | None:
+    """The decider of :func:`decision_for`'s model with its features, or None where there is none."""
+    model = decision_for(setting, model_path, top_k)
+    return None if model is None else Decider(model, DecisionFeatures(scorer, spacy_model, top_k), parts)
