@@ -40,7 +40,7 @@ from garag.artifacts import write_json_atomic
 from garag.text import detokenize, page_to_title
 from garag.types import Evidence, Label
 from verifier.labels import LABEL_ORDER
-from verifier.logistic import Softmax, fit_softmax, read_model_file
+from verifier.logistic import Softmax, fit_softmax, read_model_file, softmax_from_json, softmax_json
 
 AGGREGATOR_FILE = "garag_aggregator.json"
 # Bump when the features or the fitting recipe change: a stored aggregator of another version is refitted.
@@ -54,7 +54,6 @@ _STOPWORDS = frozenset(
     "as that this which who whom not no only also than then there their his her he she they them one".split()
 )
 _WORD = re.compile(r"[a-z0-9]+")
-_ARRAYS = ("mean", "scale", "weights", "prior_correction")
 
 
 def feature_names(top_k: int) -> list[str]:
@@ -185,10 +184,7 @@ class ClaimAggregator:
             "top_k": self.top_k,
             "features": feature_names(self.top_k),
             "labels": [lab.value for lab in LABEL_ORDER],
-            "mean": self.mean.tolist(),
-            "scale": self.scale.tolist(),
-            "weights": self.weights.tolist(),
-            "prior_correction": self.prior_correction.tolist(),
+            **softmax_json(Softmax(self.mean, self.scale, self.weights, self.prior_correction)),
             "info": self.info,
         }
 
@@ -204,27 +200,15 @@ class ClaimAggregator:
             raise ValueError(
                 f"{source}: version {obj.get('version')!r}, this garag reads {AGGREGATOR_VERSION}"
             )
-        missing = [k for k in _ARRAYS + ("top_k",) if k not in obj]
-        if missing:
-            raise ValueError(f"{source}: missing {missing}")
+        if "top_k" not in obj:
+            raise ValueError(f"{source}: missing ['top_k']")
         top_k = int(obj["top_k"])
         if obj.get("features") != feature_names(top_k) or obj.get("labels") != [
             lab.value for lab in LABEL_ORDER
         ]:
             raise ValueError(f"{source}: its features or labels differ from this garag's")
-        n = len(feature_names(top_k))
-        agg = cls(
-            top_k=top_k,
-            mean=np.asarray(obj["mean"], dtype=np.float64),
-            scale=np.asarray(obj["scale"], dtype=np.float64),
-            weights=np.asarray(obj["weights"], dtype=np.float64),
-            prior_correction=np.asarray(obj["prior_correction"], dtype=np.float64),
-            info=dict(obj.get("info", {})),
-        )
-        shapes = (agg.mean.shape, agg.scale.shape, agg.weights.shape, agg.prior_correction.shape)
-        if shapes != ((n,), (n,), (n + 1, 3), (3,)):
-            raise ValueError(f"{source}: array shapes {shapes} do not fit {n} features")
-        return agg
+        m = softmax_from_json(obj, source, len(feature_names(top_k)), len(LABEL_ORDER))
+        return cls(top_k, m.mean, m.scale, m.weights, m.prior_correction, dict(obj.get("info", {})))
 
 
 def aggregator_path(model_dir: str | Path) -> Path:

@@ -51,7 +51,7 @@ from garag.types import Evidence, Label, Verdict
 from verifier.claim_aggregator import content_words
 from verifier.entity_check import SKIPPED_TYPES, claim_names, evidence_words, missing_entities, words
 from verifier.labels import LABEL_ORDER
-from verifier.logistic import Softmax, fit_softmax, read_model_file
+from verifier.logistic import Softmax, fit_softmax, read_model_file, softmax_from_json, softmax_json
 
 DECISION_FILE = "garag_decision.json"
 # Bump when the features or the fitting recipe change: a stored model of another version is refitted.
@@ -345,16 +345,12 @@ class DecisionModel:
         return text
 
     def to_json(self) -> dict:
-        m = self.model
         return {
             "version": DECISION_VERSION,
             "top_k": self.top_k,
             "features": list(FEATURES),
             "labels": [lab.value for lab in LABEL_ORDER],
-            "mean": m.mean.tolist(),
-            "scale": m.scale.tolist(),
-            "weights": m.weights.tolist(),
-            "prior_correction": m.prior_correction.tolist(),
+            **softmax_json(self.model),
             "info": self.info,
         }
 
@@ -371,16 +367,11 @@ class DecisionModel:
         if obj.get("features") != list(FEATURES) or obj.get("labels") != [lab.value for lab in LABEL_ORDER]:
             raise ValueError(f"{source}: its features or labels differ from this garag's")
         try:
-            arrays = [
-                np.asarray(obj[k], dtype=np.float64) for k in ("mean", "scale", "weights", "prior_correction")
-            ]
             top_k = int(obj["top_k"])
         except (KeyError, TypeError, ValueError) as exc:
-            raise ValueError(f"{source}: missing or malformed {exc}") from exc
-        n = len(FEATURES)
-        if [a.shape for a in arrays] != [(n,), (n,), (n + 1, 3), (3,)]:
-            raise ValueError(f"{source}: array shapes {[a.shape for a in arrays]} do not fit {n} features")
-        return cls(top_k, Softmax(*arrays), dict(obj.get("info", {})))
+            raise ValueError(f"{source}: missing or malformed top_k ({exc})") from exc
+        model = softmax_from_json(obj, source, len(FEATURES), len(LABEL_ORDER))
+        return cls(top_k, model, dict(obj.get("info", {})))
 
 
 def decision_label(probs: np.ndarray, *, two_way: bool) -> Label:

@@ -100,3 +100,31 @@ def read_model_file(path: Path, version: int) -> dict | None:
     if not isinstance(obj, dict):
         raise ValueError(f"{path}: expected a JSON object")
     return obj if obj.get("version") == version else None
+
+
+ARRAYS = ("mean", "scale", "weights", "prior_correction")
+
+
+def softmax_json(model: Softmax) -> dict:
+    """The regression's arrays as JSON lists (:data:`ARRAYS`)."""
+    return {k: getattr(model, k).tolist() for k in ARRAYS}
+
+
+def softmax_from_json(obj: dict, source: str, n_features: int, n_classes: int) -> Softmax:
+    """The regression stored by :func:`softmax_json`.
+
+    Raises:
+        ValueError: an array missing, malformed or of the wrong shape, naming ``source``.
+    """
+    missing = [k for k in ARRAYS if k not in obj]
+    if missing:
+        raise ValueError(f"{source}: missing {missing}")
+    try:
+        arrays = [np.asarray(obj[k], dtype=np.float64) for k in ARRAYS]
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{source}: malformed arrays ({exc})") from exc
+    shapes = tuple(a.shape for a in arrays)
+    n = n_features
+    if shapes != ((n,), (n,), (n + 1, n_classes), (n_classes,)):
+        raise ValueError(f"{source}: array shapes {shapes} do not fit {n} features")
+    return Softmax(*arrays)
