@@ -73,6 +73,8 @@ from verifier.trained import (
 logger = logging.getLogger(__name__)
 
 RETRIEVAL_DEPTH = 20
+# the training retrieval pipeline, the validation claims and their retrieved sentences
+Reading = tuple[RetrievalPipeline, list[TrainClaim], list[list[SentenceId]]]
 RETRIEVAL_BATCH = 256
 
 
@@ -275,9 +277,7 @@ def calibrate_trained(config: Config, model_dir: Path, val: Sequence[TrainExampl
     return calibrate_nei_bias(model_dir, val, scorer.predict_pairs, vcfg.top_k)
 
 
-def validation_reading(
-    config: Config, progress: bool = True
-) -> tuple[RetrievalPipeline, list[TrainClaim], list[list[SentenceId]]]:
+def validation_reading(config: Config, progress: bool = True) -> Reading:
     """The training retrieval pipeline, the verifier's validation claims and their retrieved
     sentences (the baseline retrievers, as for the hard negatives): what the claim aggregator and
     the decision model are fitted on."""
@@ -289,7 +289,7 @@ def fit_claim_aggregator(
     config: Config,
     model_dir: str | Path,
     progress: bool = True,
-    reading: tuple[RetrievalPipeline, list[TrainClaim], list[list[SentenceId]]] | None = None,
+    reading: Reading | None = None,
 ) -> dict:
     """Fit a trained verifier's claim-level aggregator on its validation claims; store it beside the model.
 
@@ -340,7 +340,7 @@ def fit_verifier_decision(
     config: Config,
     model_dir: str | Path,
     progress: bool = True,
-    reading: tuple[RetrievalPipeline, list[TrainClaim], list[list[SentenceId]]] | None = None,
+    reading: Reading | None = None,
 ) -> dict:
     """Fit the decision model (:mod:`training.decision`) on the verifier's validation claims, read as
     the pipeline reads claims (:func:`validation_reading`, or ``reading``); store it beside the model."""
