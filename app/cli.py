@@ -236,6 +236,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--max-body", type=_positive_int, default=256 * 1024, help="request body bytes (default 256 KiB)"
     )
+    p.add_argument(
+        "--max-upload", type=_positive_int, default=64 * 1024 * 1024,
+        help="bytes of an uploaded claims file or wiki-pages file (default 64 MiB)",
+    )  # fmt: skip
+    p.add_argument(
+        "--state-dir",
+        help="where jobs, history and uploaded pages are kept across restarts (default: RESULTS_DIR/serve)",
+    )
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="[NAME:]KEY=VALUE",
                    help="override a value in every config, or with NAME: in the config of that name "
                    "(repeatable)")  # fmt: skip

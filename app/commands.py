@@ -388,6 +388,8 @@ def cmd_serve(args: argparse.Namespace, config: Config) -> int:
         api_key=key,
         allowed_hosts=serve_hosts(args.host, args.allowed_hosts),
         results_dir=Path(args.results_dir or config.paths.results_dir),
+        max_upload=args.max_upload,
+        state_dir=Path(args.state_dir) if args.state_dir else None,
     )
     configs = load_configs(args.configs, args.overrides)
     for _, served in configs.values():

@@ -31,7 +31,7 @@ from garag.types import SentenceId
 from . import models as m
 from .batcher import QueueFull
 from .runs import HEADLINE, RunIndex, RunNotFound, filter_claims, page_of, run_labels
-from .service import Service
+from .service import UPLOAD_PATHS, Service
 from .telemetry import Telemetry
 
 logger = logging.getLogger(__name__)
@@ -67,19 +67,25 @@ def _error(status: int, message: str, detail: list | None = None) -> JSONRespons
 
 
 class BodyLimit:
-    """ASGI middleware: a request body over ``limit`` bytes gets 413 before the app reads it."""
+    """ASGI middleware: a request body over ``limit`` bytes (``upload_limit`` on paths starting with
+    one of ``upload_paths``) gets 413 before the app reads it."""
 
-    def __init__(self, app, limit: int) -> None:  # noqa: ANN001 - an ASGI app
-        self.app, self.limit = app, limit
+    def __init__(  # noqa: ANN001 - an ASGI app
+        self, app, limit: int, upload_limit: int | None = None, upload_paths: tuple[str, ...] = ()
+    ) -> None:
+        self.app, self.body_limit = app, limit
+        self.upload_limit, self.upload_paths = upload_limit or limit, upload_paths
 
     async def __call__(self, scope, receive, send) -> None:  # noqa: ANN001
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        upload = scope.get("path", "").startswith(self.upload_paths) if self.upload_paths else False
+        limit = self.upload_limit if upload else self.body_limit
         headers = dict(scope.get("headers") or [])
         length = headers.get(b"content-length")
-        if length is not None and length.isdigit() and int(length) > self.limit:
-            await _send_413(send, self.limit)
+        if length is not None and length.isdigit() and int(length) > limit:
+            await _send_413(send, limit)
             return
         chunks, size, more = [], 0, True
         while more:
@@ -88,8 +94,8 @@ class BodyLimit:
                 return
             chunk = msg.get("body", b"")
             size += len(chunk)
-            if size > self.limit:
-                await _send_413(send, self.limit)
+            if size > limit:
+                await _send_413(send, limit)
                 return
             chunks.append(chunk)
             more = msg.get("more_body", False)
@@ -137,7 +143,9 @@ def create_app(service: Service, runs: RunIndex | None = None) -> FastAPI:
         lifespan=lifespan,
         responses={code: {"model": m.ErrorOut} for code in (401, 413, 422, 503)},
     )
-    app.add_middleware(BodyLimit, limit=settings.max_body)
+    app.add_middleware(
+        BodyLimit, limit=settings.max_body, upload_limit=settings.max_upload, upload_paths=UPLOAD_PATHS
+    )
     telemetry = Telemetry({name: functools.partial(service.waiting, name) for name in service.served})
 
     @app.middleware("http")

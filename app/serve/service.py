@@ -37,6 +37,8 @@ PATH_HITS = 10
 
 
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
+# requests whose bodies are uploads (``ServeSettings.max_upload``, not ``max_body``): path prefixes
+UPLOAD_PATHS = ("/v1/jobs", "/v1/corpus")
 
 
 @dataclass
@@ -55,6 +57,10 @@ class ServeSettings:
         max_queue: most claims waiting per config; a request beyond gets 429 with ``Retry-After``.
         allowed_hosts: the names a request's ``Host`` header may give (any port); others get 400,
             so that a web page on another site cannot reach a loopback server by DNS rebinding.
+        max_upload: most bytes in an upload (a claims file for a job, wiki-pages for the corpus:
+            the paths under :data:`UPLOAD_PATHS`); 413 beyond.
+        state_dir: what the service keeps across restarts (SQLite files of jobs and history,
+            uploaded corpus pages); default ``<results_dir>/serve``.
     """
 
     max_batch: int = 64
@@ -66,6 +72,15 @@ class ServeSettings:
     results_dir: Path = Path("results")
     max_queue: int = 256
     allowed_hosts: tuple[str, ...] = LOOPBACK_HOSTS
+    max_upload: int = 64 * 1024 * 1024
+    state_dir: Path | None = None
+
+    @property
+    def state(self) -> Path:
+        """The state directory (``state_dir``, else ``<results_dir>/serve``), created on first use."""
+        path = self.state_dir if self.state_dir is not None else self.results_dir / "serve"
+        path.mkdir(parents=True, exist_ok=True)
+        return path
 
 
 @dataclass
