@@ -269,6 +269,12 @@ class Service:
 
     # -- corpus -----------------------------------------------------------------------------------
 
+    def index_version(self, name: str) -> str:
+        """The version of the corpus and indexes config ``name`` answers from: the first 16 hex digits
+        of its corpus fingerprint (edits applied); "" before it is loaded."""
+        s = self.served[name]
+        return s.pipe.retrieval.fingerprint[:16] if s.pipe is not None else ""
+
     def sentence_text(self, corpus: str, sid: SentenceId) -> str | None:
         """A sentence's text from a loaded pipeline whose corpus is ``corpus`` (None when none is)."""
         for s in self.served.values():
