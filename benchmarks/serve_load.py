@@ -12,7 +12,15 @@ after the served one, so it finds the disk caches warm: the comparison is conser
 Goals: zero errors; p95 < 1 s at concurrency 8 for the baseline config; throughput at 32 >= 80% of
 batch claims/s; RSS growth < 10% over 2,000 requests.  Writes ``benchmarks/results/serve_load.{json,md}``.
 
+The flood (``--flood``, 500 by default; issue 53): that many ``POST /v1/verify`` requests sent at once
+to the first config, each on its own connection, while ``/v1/health`` is asked every 100 ms and the
+server's RSS is read every 250 ms.  Goals: the requests the queue cannot hold get 429 with
+``Retry-After``, none gets a 5xx or a dropped connection, ``/v1/health`` answers every time, and RSS
+stays within 10% of where it started.  ``--only-flood`` runs the flood alone (writes
+``serve_flood.{json,md}``).
+
     python benchmarks/serve_load.py --cache cache [--configs configs/baseline.yaml configs/graph.yaml]
+    python benchmarks/serve_load.py --cache cache --only-flood
 """
 
 from __future__ import annotations
@@ -102,6 +110,106 @@ async def load(url: str, config: str, claims: list[str], concurrency: int, deadl
     }
 
 
+async def flood(url: str, config: str, claims: list[str], pid: int) -> dict:
+    """Send every claim at once (one connection each) while asking /v1/health and reading RSS."""
+    statuses: dict[str, int] = {}
+    retry_after: list[int] = []
+    health: list[float] = []
+    health_failed = 0
+    rss = [rss_mb(pid)]
+    done = asyncio.Event()
+    limits = httpx.Limits(max_connections=len(claims) + 8, max_keepalive_connections=len(claims) + 8)
+
+    async with httpx.AsyncClient(base_url=url, timeout=300, limits=limits) as client:
+
+        async def one(claim: str) -> None:
+            try:
+                r = await client.post("/v1/verify", json={"claim": claim, "config": config})
+                key = str(r.status_code)
+                if r.status_code == 429:
+                    retry_after.append(int(r.headers.get("retry-after", "-1")))
+            except httpx.HTTPError as e:
+                key = type(e).__name__
+            statuses[key] = statuses.get(key, 0) + 1
+
+        async def watch() -> None:
+            nonlocal health_failed
+            async with httpx.AsyncClient(base_url=url, timeout=5) as probe:
+                while not done.is_set():
+                    t = time.perf_counter()
+                    try:
+                        ok = (await probe.get("/v1/health")).status_code == 200
+                    except httpx.HTTPError:
+                        ok = False
+                    if ok:
+                        health.append(time.perf_counter() - t)
+                    else:
+                        health_failed += 1
+                    rss.append(rss_mb(pid))
+                    await asyncio.sleep(0.1)
+
+        watcher = asyncio.create_task(watch())
+        started = time.perf_counter()
+        await asyncio.gather(*(one(c) for c in claims))
+        wall = time.perf_counter() - started
+        done.set()
+        await watcher
+    rss.append(rss_mb(pid))
+    server_errors = sum(n for k, n in statuses.items() if not k.isdigit() or int(k) >= 500)
+    return {
+        "config": config,
+        "requests": len(claims),
+        "statuses": dict(sorted(statuses.items())),
+        "server_errors_or_dropped": server_errors,
+        "retry_after_s": sorted(set(retry_after)),
+        "seconds": round(wall, 2),
+        "health_checks": len(health) + health_failed,
+        "health_failed": health_failed,
+        "health_p50": round(percentile(health, 0.50), 4) if health else None,
+        "health_max": round(max(health), 4) if health else None,
+        "rss_start_mb": round(rss[0], 1),
+        "rss_peak_mb": round(max(rss), 1),
+        "rss_growth": round((max(rss) - rss[0]) / rss[0], 4),
+    }
+
+
+def flood_goals(f: dict) -> dict:
+    return {
+        "some_429": f["statuses"].get("429", 0) > 0,
+        "no_5xx_or_dropped": f["server_errors_or_dropped"] == 0,
+        "health_answered_throughout": f["health_failed"] == 0 and f["health_checks"] > 0,
+        "rss_within_10pct": f["rss_growth"] < 0.10,
+    }
+
+
+def flood_markdown(r: dict) -> str:
+    f = r["flood"]
+    return "\n".join(
+        [
+            "# garag serve under a flood (benchmarks/serve_load.py --only-flood)",
+            "",
+            f"`{r['command']}`; {r['machine']['cpus']} CPUs, Python {r['machine']['python']}; "
+            f"{r['dataset']} claims, "
+            f"server `--micro-batch {r['server']['micro_batch']} --max-queue {r['server']['max_queue']}`. "
+            "Requests and server on 127.0.0.1.",
+            "",
+            f"{f['requests']} `POST /v1/verify` requests to `{f['config']}` sent at once, each on its own "
+            "connection: "
+            f"answered in {f['seconds']} s with statuses {json.dumps(f['statuses'])} (Retry-After values "
+            f"{f['retry_after_s']} s); {f['server_errors_or_dropped']} 5xx or dropped connections.",
+            "",
+            f"`/v1/health` during the flood: {f['health_checks']} checks, {f['health_failed']} failed, "
+            f"p50 {f['health_p50']} s, max {f['health_max']} s.",
+            "",
+            f"Server RSS: {f['rss_start_mb']} MB at the start, peak {f['rss_peak_mb']} MB "
+            f"({100 * f['rss_growth']:+.1f}%).",
+            "",
+            "Goals: " + json.dumps(r["goals"]),
+            "",
+        ]
+    )
+
+
 def batch_rate(path: str, overrides: list[str], claims: list, batch: int) -> dict:
     pipe = VerificationPipeline(load_config(path, overrides), progress=False).build()
     t = time.perf_counter()
@@ -121,6 +229,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--batch", type=int, default=32, help="claims per batch in process (garag predict's)")
     ap.add_argument("--micro-batch", type=int, default=32, help="the server's --micro-batch")
     ap.add_argument("--max-seconds", type=float, default=3600, help="bound on the whole load test")
+    ap.add_argument("--flood", type=int, default=500, help="requests sent at once in the flood (0: none)")
+    ap.add_argument("--max-queue", type=int, default=256, help="the server's --max-queue")
+    ap.add_argument("--only-flood", action="store_true", help="run the flood alone (serve_flood.{json,md})")
     ap.add_argument("--out", type=Path, default=OUT)
     args = ap.parse_args(argv)
     overrides = [f"data.dataset={args.dataset}", f"paths.cache_dir={args.cache}"]
@@ -128,7 +239,7 @@ def main(argv: list[str] | None = None) -> int:
     dataset = dataset_from_config(load_config(args.configs[0], overrides).data)
     all_claims = list(dataset.claims())
     levels = len(args.concurrency)
-    if len(all_claims) < args.requests * levels:
+    if not args.only_flood and len(all_claims) < args.requests * levels:
         raise SystemExit(f"{len(all_claims)} claims: fewer than {args.requests} x {levels} levels")
     slices = {
         c: all_claims[i * args.requests : (i + 1) * args.requests] for i, c in enumerate(args.concurrency)
@@ -138,11 +249,12 @@ def main(argv: list[str] | None = None) -> int:
     url = f"http://127.0.0.1:{port}"
     cmd = [sys.executable, "-m", "app.cli", "serve", "--host", "127.0.0.1", "--port", str(port),
            "--configs", *args.configs, "--micro-batch", str(args.micro_batch), "--max-batch", "64",
+           "--max-queue", str(args.max_queue),
            *sum((["--set", o] for o in overrides), [])]  # fmt: skip
     log = open(Path(tempfile.gettempdir()) / f"garag-serve-load-{port}.log", "w", encoding="utf-8")  # noqa: SIM115
     server = subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     deadline = time.monotonic() + args.max_seconds
-    rows, rss = [], {}
+    rows, rss, flooded = [], {}, None
     try:
         t0 = time.perf_counter()
         while True:
@@ -155,6 +267,12 @@ def main(argv: list[str] | None = None) -> int:
                 pass
             time.sleep(1)
         load_seconds = time.perf_counter() - t0
+        if args.flood:
+            texts = [all_claims[-1 - i % len(all_claims)].text for i in range(args.flood)]
+            flooded = asyncio.run(flood(url, names[0], texts, server.pid))
+            print(json.dumps({"flood": flooded}), flush=True)
+        if args.only_flood:
+            return write_flood(args, argv, flooded, load_seconds)
         for name in names:
             for c in args.concurrency:
                 row = asyncio.run(load(url, name, [x.text for x in slices[c]], c, deadline))
@@ -191,18 +309,20 @@ def main(argv: list[str] | None = None) -> int:
             for n in names
         },  # fmt: skip
         "rss_growth_under_10pct": rss["growth"] < 0.10,
+        **({"flood": flood_goals(flooded)} if flooded else {}),
     }
     result = {
-        "machine": {
-            "cpus": os.cpu_count(),
-            "python": platform.python_version(),
-            "platform": platform.platform(),
-        },
+        "machine": machine(),
         "dataset": args.dataset,
-        "server": {"micro_batch": args.micro_batch, "load_seconds": round(load_seconds, 1)},
+        "server": {
+            "micro_batch": args.micro_batch,
+            "max_queue": args.max_queue,
+            "load_seconds": round(load_seconds, 1),
+        },  # fmt: skip
         "rows": rows,
         "rss": rss,
         "batch": batch,
+        "flood": flooded,
         "goals": goals,
         "command": "python benchmarks/serve_load.py " + " ".join(argv if argv is not None else sys.argv[1:]),
     }
@@ -210,6 +330,34 @@ def main(argv: list[str] | None = None) -> int:
     (args.out / "serve_load.json").write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
     (args.out / "serve_load.md").write_text(markdown(result), encoding="utf-8")
     print((args.out / "serve_load.md").read_text(encoding="utf-8"))
+    return 0
+
+
+def machine() -> dict:
+    return {"cpus": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform()}
+
+
+def write_flood(
+    args: argparse.Namespace, argv: list[str] | None, flooded: dict | None, load_seconds: float
+) -> int:
+    if flooded is None:
+        raise SystemExit("--only-flood needs --flood N > 0")
+    result = {
+        "machine": machine(),
+        "dataset": args.dataset,
+        "server": {
+            "micro_batch": args.micro_batch,
+            "max_queue": args.max_queue,
+            "load_seconds": round(load_seconds, 1),
+        },  # fmt: skip
+        "flood": flooded,
+        "goals": flood_goals(flooded),
+        "command": "python benchmarks/serve_load.py " + " ".join(argv if argv is not None else sys.argv[1:]),
+    }
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "serve_flood.json").write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    (args.out / "serve_flood.md").write_text(flood_markdown(result), encoding="utf-8")
+    print((args.out / "serve_flood.md").read_text(encoding="utf-8"))
     return 0
 
 
@@ -242,6 +390,8 @@ def markdown(r: dict) -> str:
         "Goals: " + json.dumps(r["goals"]),
         "",
     ]
+    if r.get("flood"):
+        lines += flood_markdown(r).splitlines()[3:]
     return "\n".join(lines)
 
 
