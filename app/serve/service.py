@@ -29,6 +29,7 @@ from pipeline.graph_reasoning import fact_graph_view
 from pipeline.verification import ClaimResult, VerificationPipeline
 
 from .batcher import MicroBatcher
+from .corpus import CorpusManager
 
 logger = logging.getLogger(__name__)
 
@@ -141,12 +142,14 @@ class Service:
         self.error: str | None = None
         self._thread: threading.Thread | None = None
         self._swap = threading.Lock()
+        self.corpus = CorpusManager(self)  # pages added and removed while serving (app/serve/corpus.py)
 
     # -- loading ----------------------------------------------------------------------------------
 
     def load(self) -> Service:
         """Build every pipeline (in this thread); on failure ``error`` says why and ready stays False."""
         try:
+            self.corpus.prepare()  # the saved corpus edits, before anything is built
             for s in self.served.values():
                 started = time.perf_counter()
                 s.pipe = self.factory(s.config).build()
@@ -159,6 +162,7 @@ class Service:
                 )
                 logger.info("config %s loaded in %.1f s", s.name, time.perf_counter() - started)
             self.ready = True
+            self.corpus.resume()
         except Exception as e:  # noqa: BLE001 - reported by /v1/ready, the process keeps answering
             logger.error("loading failed: %s: %s", type(e).__name__, e)
             self.error = f"{type(e).__name__}: {' '.join(str(e).split())}"
@@ -171,6 +175,7 @@ class Service:
         return self
 
     def close(self) -> None:
+        self.corpus.close()
         for s in self.served.values():
             if s.batcher is not None:
                 s.batcher.close()
