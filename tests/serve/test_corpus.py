@@ -21,6 +21,7 @@ from fastapi.testclient import TestClient  # noqa: E402
 from app.serve.app import create_app  # noqa: E402
 from app.serve.corpus_models import CorpusResponse, EditAccepted, PageOut, UpdateOut  # noqa: E402
 from app.serve.service import ServeSettings, Service, load_configs  # noqa: E402
+from garag.artifacts import read_meta  # noqa: E402
 from garag.text import detokenize  # noqa: E402
 from garag.types import SentenceId  # noqa: E402
 
@@ -288,6 +289,9 @@ def test_50_pages_added_are_retrieved_without_a_restart_and_removed_are_not(http
     v1 = done.result["baseline"]["index_version"]
     assert v1 != v0 and done.result["programs"] == done.result["baseline"] and done.progress == 1.0
     assert (done.result["baseline"]["pages"], done.phase, done.error) == (63, "done", None)
+    new = svc.served["baseline"].pipe
+    for kind in ("store", "bm25"):  # derived from the indexes it answered from, not rebuilt
+        assert read_meta(new.retrieval.artifacts[kind])["derived_from"] == old.retrieval.artifacts[kind].name
     assert errors == []
     stores = {v0: old.store, v1: svc.served["baseline"].pipe.store}
     assert {b["index_version"] for _, b in seen} == {v0, v1}  # answers from both sides of the switch
