@@ -6,6 +6,7 @@ corpus; every endpoint and every error."""
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 
@@ -363,7 +364,7 @@ def test_an_uploaded_page_replaces_the_page_with_its_id(http, cworld):
     assert by_name(http.get("/v1/corpus").json())["baseline"]["pages"] == 13
 
 
-def test_a_failed_update_says_why_and_the_old_index_keeps_answering(world, tmp_path):
+def test_a_failed_update_says_why_and_one_a_restart_interrupted_runs_again(world, tmp_path):
     from pipeline.verification import VerificationPipeline
 
     configs = make_configs(world, tmp_path)
@@ -393,7 +394,26 @@ def test_a_failed_update_says_why_and_the_old_index_keeps_answering(world, tmp_p
         client = TestClient(create_app(again), base_url=LOCAL)
         assert again.index_version("other") == v0
         r = client.post("/v1/corpus/pages", content=pages_jsonl([0]))  # its pages may come again
-        assert wait_for_update(client.get, r.json()["update"]["id"])["status"] == "done"
+        update_id = r.json()["update"]["id"]
+        v1 = wait_for_update(client.get, update_id)["result"]["other"]["index_version"]
         assert by_name(client.get("/v1/corpus").json())["other"]["pages"] == 7
     finally:
         again.close()
+    # the state a crash in the middle of that update leaves: its edit pending, the update running
+    state = tmp_path / "state" / "corpus"
+    edits = json.loads((state / "edits.json").read_text(encoding="utf-8"))
+    edits["edits"][1]["status"] = "pending"
+    (state / "edits.json").write_text(json.dumps(edits), encoding="utf-8")
+    record = json.loads((state / "updates" / f"{update_id}.json").read_text(encoding="utf-8"))
+    record.update(status="running", phase="building", result={}, finished=None)
+    (state / "updates" / f"{update_id}.json").write_text(json.dumps(record), encoding="utf-8")
+    third = make_service([configs["other"]], tmp_path)
+    try:
+        client = TestClient(create_app(third), base_url=LOCAL)
+        resumed = wait_for_update(client.get, update_id)
+        assert (resumed["status"], resumed["result"]["other"]["index_version"]) == ("done", v1)
+        body = client.get("/v1/corpus").json()
+        assert [e["status"] for e in body["corpora"][0]["edits"]] == ["failed", "applied"]
+        assert (body["configs"][0]["index_version"], body["configs"][0]["pages"]) == (v1, 7)
+    finally:
+        third.close()
