@@ -66,10 +66,11 @@ function renderUpdate(u) {
   const result = Object.entries(u.result || {}).map(([n, r]) =>
     `${n}: index ${r.index_version}, ${r.pages} pages, ${r.sentences} sentences`).join("; ");
   return el("div", { class: `update ${u.status}`, "data-id": u.id, "data-status": u.status },
-    el("strong", { text: `Update ${u.id}: ${u.status}` }), " ", el("span", { class: "phase", text: u.phase }),
+    el("strong", { text: `Update ${u.id}: ${u.status}` }),
+    u.status === "queued" || u.status === "running" ? el("span", { class: "phase", text: ` · ${u.phase}` }) : null,
     el("span", { class: "bar" }, el("span", { style: `width:${Math.round(u.progress * 100)}%` })),
     u.error ? el("p", { class: "error", text: u.error }) : null,
-    result ? el("p", { class: "result", text: result }) : null);
+    result ? el("p", { class: "update-result", text: result }) : null);
 }
 
 async function followUpdate(id) {
@@ -82,8 +83,12 @@ async function followUpdate(id) {
     return;
   }
   $("corpus-update").replaceChildren(renderUpdate(u));
-  if (u.status === "queued" || u.status === "running") corpusState.timer = setTimeout(() => followUpdate(id), 500);
-  else loadCorpus();
+  if (u.status === "queued" || u.status === "running") {
+    corpusState.timer = setTimeout(() => followUpdate(id), 500);
+  } else {
+    $("corpus-page").replaceChildren(); // a page shown before may have changed
+    loadCorpus();
+  }
 }
 
 // One page from the form, in the wiki-pages format: sentences numbered from 0, the text their join.
