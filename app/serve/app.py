@@ -1,7 +1,7 @@
 """The FastAPI app of ``garag serve``: the /v1 API, the OpenAPI page and the web page.
 
 Every error is JSON ``{"error", "status"[, "detail"]}`` with its status code:
-422 bad input, 413 too large, 401 missing or wrong API key, 404 unknown run,
+422 bad input, 413 too large, 401 missing or wrong API key, 404 unknown run (or corpus update, page),
 503 not ready, 504 past the request timeout, 500 anything else (logged, never
 shown as a stack trace).
 """
@@ -30,6 +30,7 @@ from garag.types import SentenceId
 
 from . import models as m
 from .batcher import QueueFull
+from .corpus_routes import add_corpus_routes
 from .runs import HEADLINE, RunIndex, RunNotFound, filter_claims, page_of, run_labels
 from .service import UPLOAD_PATHS, Service
 from .telemetry import Telemetry
@@ -370,6 +371,8 @@ def create_app(service: Service, runs: RunIndex | None = None) -> FastAPI:
             "sentences": {s: sentences(r.get("evidence_read", [])) for s, r in records.items()},
             "records": records,
         }
+
+    add_corpus_routes(app, service.corpus)  # /v1/corpus*: pages added and removed while serving
 
     # -- pages ----------------------------------------------------------------------------------------
 

@@ -95,6 +95,10 @@ class VerifyResponse(BaseModel):
     graph: GraphOut | None = None
     graal_paths: list[PathOut] = []
     timings: dict[str, float] = Field(description="seconds per stage, and the request's total")
+    index_version: str = Field(
+        description="the corpus and indexes the answer comes from (GET /v1/corpus; it changes when a "
+        "corpus update switches in)"
+    )
 
 
 class BatchResponse(BaseModel):

@@ -29,6 +29,7 @@ from pipeline.graph_reasoning import fact_graph_view
 from pipeline.verification import ClaimResult, VerificationPipeline
 
 from .batcher import MicroBatcher
+from .corpus import CorpusManager
 
 logger = logging.getLogger(__name__)
 
@@ -140,12 +141,15 @@ class Service:
         self.ready = False
         self.error: str | None = None
         self._thread: threading.Thread | None = None
+        self._swap = threading.Lock()
+        self.corpus = CorpusManager(self)  # pages added and removed while serving (app/serve/corpus.py)
 
     # -- loading ----------------------------------------------------------------------------------
 
     def load(self) -> Service:
         """Build every pipeline (in this thread); on failure ``error`` says why and ready stays False."""
         try:
+            self.corpus.prepare()  # the saved corpus edits, before anything is built
             for s in self.served.values():
                 started = time.perf_counter()
                 s.pipe = self.factory(s.config).build()
@@ -158,6 +162,7 @@ class Service:
                 )
                 logger.info("config %s loaded in %.1f s", s.name, time.perf_counter() - started)
             self.ready = True
+            self.corpus.resume()
         except Exception as e:  # noqa: BLE001 - reported by /v1/ready, the process keeps answering
             logger.error("loading failed: %s: %s", type(e).__name__, e)
             self.error = f"{type(e).__name__}: {' '.join(str(e).split())}"
@@ -170,6 +175,7 @@ class Service:
         return self
 
     def close(self) -> None:
+        self.corpus.close()
         for s in self.served.values():
             if s.batcher is not None:
                 s.batcher.close()
@@ -190,26 +196,28 @@ class Service:
 
     def _batch_fn(self, s: Served) -> Callable[[Sequence[tuple[str, int | None]]], list[dict]]:
         def run(items: Sequence[tuple[str, int | None]]) -> list[dict]:
-            assert s.pipe is not None
+            pipe = s.pipe  # read once: the whole batch answers from one index version (see swap)
+            assert pipe is not None
             out: list[dict | None] = [None] * len(items)
             default_k = s.top_k
             for k in sorted({k or default_k for _, k in items}):
                 idx = [i for i, (_, ik) in enumerate(items) if (ik or default_k) == k]
                 claims = [Claim(i, items[i][0]) for i in idx]
-                s.config.verifier.top_k = k  # this thread is the pipeline's only user
+                pipe.config.verifier.top_k = k  # this thread is the pipeline's only user
                 try:
-                    results = s.pipe.run(claims)
+                    results = pipe.run(claims)
                 finally:
-                    s.config.verifier.top_k = default_k
+                    pipe.config.verifier.top_k = default_k
                 for i, r in zip(idx, results, strict=True):
-                    out[i] = self.response(s, r)
+                    out[i] = self.response(s, r, pipe)
             return out  # type: ignore[return-value]
 
         return run
 
-    def response(self, s: Served, result: ClaimResult) -> dict:
-        """The ``/v1/verify`` response of one claim result."""
-        assert s.pipe is not None
+    def response(self, s: Served, result: ClaimResult, pipe: VerificationPipeline | None = None) -> dict:
+        """The ``/v1/verify`` response of one claim result (from ``pipe``, default the served one)."""
+        pipe = pipe or s.pipe
+        assert pipe is not None
         v = result.verdict
         cited = set(v.evidence)
         found: dict[SentenceId, set[str]] = {}
@@ -231,13 +239,13 @@ class Service:
         ]
         graph = None
         if result.graph is not None:
-            view = fact_graph_view(result.graph.facts, s.config.propagation, result.graph.claim_entities)
+            view = fact_graph_view(result.graph.facts, pipe.config.propagation, result.graph.claim_entities)
             texts = {(e.sentence.page, e.sentence.line): e.text for e in result.evidence}
             for node in view["nodes"]:
                 if node["kind"] == "fact":
                     key = (node["page"], node["line"])
                     if key not in texts:
-                        sent = s.pipe.store.get(SentenceId(node["page"], node["line"]))
+                        sent = pipe.store.get(SentenceId(node["page"], node["line"]))
                         texts[key] = sent.text if sent is not None else ""
                     node["text"], node["raw_text"] = detokenize(texts[key]), texts[key]
             graph = {
@@ -247,7 +255,7 @@ class Service:
             }
         seconds = dict(result.seconds)
         paths: list[dict] = []
-        graal = s.pipe.retrieval.retrievers.get("graal")
+        graal = pipe.retrieval.retrievers.get("graal")
         if graal is not None:
             t0 = time.perf_counter()
             paths = graal_paths(graal, result.claim.text)
@@ -256,7 +264,7 @@ class Service:
             "claim": result.claim.text,
             "config": s.name,
             "label": v.label.value,
-            "dataset_label": s.pipe.dataset.verdict_to_label.get(v.label.value, v.label.value),
+            "dataset_label": pipe.dataset.verdict_to_label.get(v.label.value, v.label.value),
             "scores": {lab.value: round(float(p), 6) for lab, p in v.scores.items()},
             "explanation": v.explanation,
             "evidence": evidence,
@@ -265,6 +273,7 @@ class Service:
             "graph": graph,
             "graal_paths": paths,
             "timings": {k: round(x, 6) for k, x in seconds.items()},
+            "index_version": pipe.retrieval.fingerprint[:16],
         }
 
     # -- corpus -----------------------------------------------------------------------------------
@@ -274,6 +283,15 @@ class Service:
         of its corpus fingerprint (edits applied); "" before it is loaded."""
         s = self.served[name]
         return s.pipe.retrieval.fingerprint[:16] if s.pipe is not None else ""
+
+    def swap(self, pipes: dict[str, VerificationPipeline]) -> None:
+        """Serve built pipelines in place of the loaded ones (a corpus update): a batch reads its
+        config's pipeline once as it starts, so it answers from the old one or the new one, never
+        from both; a batch already running finishes on the old one."""
+        with self._swap:
+            for name, pipe in pipes.items():
+                s = self.served[name]
+                s.pipe, s.config = pipe, pipe.config
 
     def sentence_text(self, corpus: str, sid: SentenceId) -> str | None:
         """A sentence's text from a loaded pipeline whose corpus is ``corpus`` (None when none is)."""
