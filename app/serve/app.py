@@ -2,8 +2,8 @@
 
 Every error is JSON ``{"error", "status"[, "detail"]}`` with its status code:
 422 bad input, 413 too large, 401 missing or wrong API key, 404 unknown run,
-503 not ready, 504 past the request timeout, 500 anything else (logged, never
-shown as a stack trace).
+503 not ready, 504 past the request timeout, 499 the client left before its verdicts (its waiting
+claims are dropped), 500 anything else (logged, never shown as a stack trace).
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ from .batcher import QueueFull
 from .runs import HEADLINE, RunIndex, RunNotFound, filter_claims, page_of, run_labels
 from .service import UPLOAD_PATHS, Service
 from .telemetry import Telemetry
+from .waiting import ClientGone, wait_for_results
 
 logger = logging.getLogger(__name__)
 
@@ -240,7 +241,12 @@ def create_app(service: Service, runs: RunIndex | None = None) -> FastAPI:
         if config not in service.served:
             raise ApiError(422, f"config: unknown config {config!r}; loaded: {', '.join(service.served)}")
 
-    async def _verify(config: str, claims: list[str], k: int | None) -> list[dict]:
+    async def _verify(
+        config: str, claims: list[str], k: int | None, request: Request | None = None,
+        timeout: float | None = None,
+    ) -> list[dict]:  # fmt: skip
+        """The claims' responses; their queued work is dropped if ``request``'s client leaves (499)
+        or ``timeout`` (default ``settings.timeout``) passes (504)."""
         for i, c in enumerate(claims):
             if not c.strip():
                 raise ApiError(422, f"claims.{i}: the claim is empty" if len(claims) > 1 else "claim: empty")
@@ -254,26 +260,25 @@ def create_app(service: Service, runs: RunIndex | None = None) -> FastAPI:
                 {"Retry-After": str(e.retry_after)},
             ) from None
         try:
-            out = await asyncio.wait_for(
-                asyncio.gather(*(asyncio.wrap_future(f) for f in futures)), settings.timeout
-            )
+            receive = request.receive if request is not None else None
+            out = await wait_for_results(futures, settings.timeout if timeout is None else timeout, receive)
         except asyncio.TimeoutError:  # the builtin TimeoutError only from Python 3.11
-            for f in futures:
-                f.cancel()
             raise ApiError(504, f"no verdict within {settings.timeout:g} s") from None
+        except ClientGone:  # nobody reads the answer: 499, nginx's "client closed request"
+            raise ApiError(499, "the client closed the request; its waiting claims were dropped") from None
         total = time.perf_counter() - started
         telemetry.claims.labels(config).inc(len(out))
         return [r | {"timings": r["timings"] | {"total": round(total, 6)}} for r in out]
 
     @app.post("/v1/verify", response_model=m.VerifyResponse, tags=["verify"])
-    async def verify(req: m.VerifyRequest) -> dict:
+    async def verify(req: m.VerifyRequest, request: Request) -> dict:
         """Verify one claim: label, scores, explanation, evidence, reasoning steps, fact graph, GRAAL
         paths and per-stage timings.  Concurrent requests share the verifier's batches."""
         _check(req.config)
-        return (await _verify(req.config, [req.claim], req.k))[0]
+        return (await _verify(req.config, [req.claim], req.k, request))[0]
 
     @app.post("/v1/verify/batch", response_model=m.BatchResponse, tags=["verify"])
-    async def verify_batch(req: m.BatchRequest) -> dict:
+    async def verify_batch(req: m.BatchRequest, request: Request) -> dict:
         """Verify several claims with one config (at most ``max_batch``; 413 beyond)."""
         if len(req.claims) > settings.max_batch:
             raise ApiError(413, f"claims: {len(req.claims)} claims, the limit is {settings.max_batch}")
@@ -281,7 +286,7 @@ def create_app(service: Service, runs: RunIndex | None = None) -> FastAPI:
             if len(c) > m.MAX_CLAIM_CHARS:
                 raise ApiError(422, f"claims.{i}: longer than {m.MAX_CLAIM_CHARS} characters")
         _check(req.config)
-        return {"results": await _verify(req.config, req.claims, req.k)}
+        return {"results": await _verify(req.config, req.claims, req.k, request)}
 
     # -- runs -----------------------------------------------------------------------------------------
 
