@@ -14,6 +14,7 @@ import hmac
 import json
 import logging
 import time
+import uuid
 from contextlib import asynccontextmanager
 from pathlib import Path
 
@@ -22,6 +23,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
+from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 import garag
@@ -30,6 +32,9 @@ from garag.types import SentenceId
 
 from . import models as m
 from .batcher import QueueFull
+from .history import History
+from .history_routes import add_history_routes
+from .passage_routes import add_passage_routes
 from .runs import HEADLINE, RunIndex, RunNotFound, filter_claims, page_of, run_labels
 from .service import UPLOAD_PATHS, Service
 from .telemetry import Telemetry
@@ -128,6 +133,7 @@ def create_app(service: Service, runs: RunIndex | None = None) -> FastAPI:
     """The app over a service (loaded or loading) and the runs under its results directory."""
     settings = service.settings
     runs = runs or RunIndex(settings.results_dir)
+    history = History(settings.state / "history.sqlite") if settings.history else None
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):  # noqa: ANN202
@@ -270,12 +276,27 @@ def create_app(service: Service, runs: RunIndex | None = None) -> FastAPI:
         telemetry.claims.labels(config).inc(len(out))
         return [r | {"timings": r["timings"] | {"total": round(total, 6)}} for r in out]
 
+    async def _record(source: str, config: str, k: int | None, out: list[dict]) -> list[int] | None:
+        """Keep one request's responses in the history, as the client gets them (the response model's
+        fields), off the event loop; their ids."""
+        if history is None:
+            return None
+        version, request_id = service.index_version(config), uuid.uuid4().hex[:12]
+
+        def add() -> list[int]:
+            answered = [m.VerifyResponse.model_validate(r).model_dump(mode="json") for r in out]
+            return history.add(source, request_id, config, version, k, answered)
+
+        return await run_in_threadpool(add)
+
     @app.post("/v1/verify", response_model=m.VerifyResponse, tags=["verify"])
     async def verify(req: m.VerifyRequest, request: Request) -> dict:
         """Verify one claim: label, scores, explanation, evidence, reasoning steps, fact graph, GRAAL
         paths and per-stage timings.  Concurrent requests share the verifier's batches."""
         _check(req.config)
-        return (await _verify(req.config, [req.claim], req.k, request))[0]
+        out = await _verify(req.config, [req.claim], req.k, request)
+        await _record("verify", req.config, req.k, out)
+        return out[0]
 
     @app.post("/v1/verify/batch", response_model=m.BatchResponse, tags=["verify"])
     async def verify_batch(req: m.BatchRequest, request: Request) -> dict:
@@ -286,7 +307,12 @@ def create_app(service: Service, runs: RunIndex | None = None) -> FastAPI:
             if len(c) > m.MAX_CLAIM_CHARS:
                 raise ApiError(422, f"claims.{i}: longer than {m.MAX_CLAIM_CHARS} characters")
         _check(req.config)
-        return {"results": await _verify(req.config, req.claims, req.k, request)}
+        out = await _verify(req.config, req.claims, req.k, request)
+        await _record("batch", req.config, req.k, out)
+        return {"results": out}
+
+    add_passage_routes(app, service, _check, _verify, _record)
+    add_history_routes(app, history)
 
     # -- runs -----------------------------------------------------------------------------------------
 

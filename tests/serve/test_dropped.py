@@ -70,10 +70,11 @@ def wait_until(predicate, seconds: float = 30) -> None:
         time.sleep(0.05)
 
 
-def test_a_client_that_disconnects_has_its_queued_claims_dropped(service, tmp_path):
+@pytest.mark.parametrize("path", ["/v1/verify/batch", "/v1/verify/passage"])
+def test_a_client_that_disconnects_has_its_queued_claims_dropped(service, tmp_path, path):
     import httpx
 
-    path, body = "/v1/verify/batch", {"claims": DROPPED}
+    body = {"claims": DROPPED} if path.endswith("batch") else {"passage": " ".join(DROPPED)}
     payload = json.dumps(body).encode()
     with serving(with_settings(service, state_dir=tmp_path)) as server, held_pipeline(service) as ran:
         host, port = server.url.removeprefix("http://").split(":")
@@ -93,7 +94,9 @@ def test_a_client_that_disconnects_has_its_queued_claims_dropped(service, tmp_pa
             )
 
         wait_until(noticed)
+        history = httpx.get(f"{server.url}/v1/history").json()
     assert ran == [HOLD, AFTER]  # the three claims of the client that left never ran
+    assert history["total"] == 0  # and nothing was kept for them
 
 
 def test_a_request_past_its_timeout_has_its_queued_claims_dropped(service, tmp_path):
@@ -101,6 +104,8 @@ def test_a_request_past_its_timeout_has_its_queued_claims_dropped(service, tmp_p
     with held_pipeline(service) as ran:
         r = client.post("/v1/verify/batch", json={"claims": DROPPED})
         assert r.status_code == 504 and r.json()["error"] == "no verdict within 0.5 s"
+        p = client.post("/v1/verify/passage", json={"passage": " ".join(DROPPED)})
+        assert p.status_code == 504
     assert ran == [HOLD, AFTER]
 
 
