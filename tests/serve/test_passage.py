@@ -259,3 +259,10 @@ def test_passage_with_an_llm_config_uses_the_llm_splitter(service, smollm, tmp_p
         assert FIVE[c["start"] : c["end"]] in CHECKED and c["result"]["claim"] == c["text"]
     rule = client.post("/v1/verify/passage", json={"passage": FIVE, "splitter": "rule"}).json()
     assert rule["splitter"] == "rule" and [c["text"] for c in rule["claims"]] == CHECKED
+
+
+def test_the_page_scripts_put_data_in_as_text_only(client):
+    for name in ("passage.js", "history.js"):
+        r = client.get(f"/static/{name}")
+        assert r.status_code == 200 and "innerHTML" not in r.text and "insertAdjacentHTML" not in r.text
+        assert f'<script src="/static/{name}" defer></script>' in client.get("/").text
