@@ -133,7 +133,7 @@ def create_app(service: Service, runs: RunIndex | None = None) -> FastAPI:
     """The app over a service (loaded or loading) and the runs under its results directory."""
     settings = service.settings
     runs = runs or RunIndex(settings.results_dir)
-    history = History(settings.state / "history.sqlite") if settings.history else None
+    history = History(lambda: settings.state / "history.sqlite") if settings.history else None
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):  # noqa: ANN202

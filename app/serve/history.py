@@ -12,8 +12,9 @@ import io
 import json
 import math
 import sqlite3
+import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import closing
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -71,20 +72,27 @@ def iso(ts: float) -> str:
 
 
 class History:
-    """The verification history in one SQLite file (created on first use).
+    """The verification history in one SQLite file, created (with its directory) on first use: an
+    app that verifies nothing writes nothing.
 
     Args:
-        path: the SQLite file.
+        path: the SQLite file, or a function giving it (called on first use).
     """
 
-    def __init__(self, path: Path) -> None:
-        self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with closing(self._connect()) as db:
-            db.execute("PRAGMA journal_mode=WAL")
-            db.executescript(_SCHEMA)
+    def __init__(self, path: Path | Callable[[], Path]) -> None:
+        self._path_of = path if callable(path) else (lambda: Path(path))
+        self.path: Path | None = None
+        self._open = threading.Lock()
 
     def _connect(self) -> sqlite3.Connection:
+        with self._open:
+            if self.path is None:
+                path = Path(self._path_of())
+                path.parent.mkdir(parents=True, exist_ok=True)
+                with closing(sqlite3.connect(path, timeout=30)) as db:
+                    db.execute("PRAGMA journal_mode=WAL")
+                    db.executescript(_SCHEMA)
+                self.path = path
         # an export is streamed: its rows are read by whichever pool thread asks for the next part
         db = sqlite3.connect(self.path, timeout=30, check_same_thread=False)
         db.row_factory = sqlite3.Row

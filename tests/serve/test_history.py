@@ -175,3 +175,11 @@ def test_history_needs_the_key_when_one_is_set(service, tmp_path):
     for path in ("/v1/history", "/v1/history/export"):
         assert keyed.get(path).status_code == 401
         assert keyed.get(path, headers={"X-API-Key": "s3cret"}).status_code == 200
+
+
+def test_an_app_that_verifies_nothing_writes_nothing(service, tmp_path):
+    state = tmp_path / "state"
+    client = TestClient(create_app(with_settings(service, state_dir=state)), base_url=LOCAL)
+    assert client.get("/v1/configs").status_code == 200 and not state.exists()
+    assert client.post("/v1/verify", json={"claim": ONE}).status_code == 200
+    assert (state / "history.sqlite").is_file()
