@@ -244,6 +244,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--state-dir",
         help="where jobs, history and uploaded pages are kept across restarts (default: RESULTS_DIR/serve)",
     )
+    p.add_argument(
+        "--no-history", action="store_true",
+        help="keep no history of the claims verified (default: STATE_DIR/history.sqlite)",
+    )  # fmt: skip
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="[NAME:]KEY=VALUE",
                    help="override a value in every config, or with NAME: in the config of that name "
                    "(repeatable)")  # fmt: skip

@@ -390,6 +390,7 @@ def cmd_serve(args: argparse.Namespace, config: Config) -> int:
         results_dir=Path(args.results_dir or config.paths.results_dir),
         max_upload=args.max_upload,
         state_dir=Path(args.state_dir) if args.state_dir else None,
+        history=not args.no_history,
     )
     configs = load_configs(args.configs, args.overrides)
     for _, served in configs.values():

@@ -1,9 +1,9 @@
 """The FastAPI app of ``garag serve``: the /v1 API, the OpenAPI page and the web page.
 
 Every error is JSON ``{"error", "status"[, "detail"]}`` with its status code:
-422 bad input, 413 too large, 401 missing or wrong API key, 404 unknown run (or corpus update, page),
-503 not ready, 504 past the request timeout, 500 anything else (logged, never
-shown as a stack trace).
+422 bad input, 413 too large, 401 missing or wrong API key, 404 unknown run (or corpus update, page,
+history entry), 503 not ready, 504 past the request timeout, 499 the client left before its
+verdicts (its waiting claims are dropped), 500 anything else (logged, never shown as a stack trace).
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import hmac
 import json
 import logging
 import time
+import uuid
 from contextlib import asynccontextmanager
 from pathlib import Path
 
@@ -22,6 +23,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
+from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 import garag
@@ -31,9 +33,13 @@ from garag.types import SentenceId
 from . import models as m
 from .batcher import QueueFull
 from .corpus_routes import add_corpus_routes
+from .history import History
+from .history_routes import add_history_routes
+from .passage_routes import add_passage_routes
 from .runs import HEADLINE, RunIndex, RunNotFound, filter_claims, page_of, run_labels
 from .service import UPLOAD_PATHS, Service
 from .telemetry import Telemetry
+from .waiting import ClientGone, wait_for_results
 
 logger = logging.getLogger(__name__)
 
@@ -128,6 +134,7 @@ def create_app(service: Service, runs: RunIndex | None = None) -> FastAPI:
     """The app over a service (loaded or loading) and the runs under its results directory."""
     settings = service.settings
     runs = runs or RunIndex(settings.results_dir)
+    history = History(lambda: settings.state / "history.sqlite") if settings.history else None
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):  # noqa: ANN202
@@ -241,7 +248,12 @@ def create_app(service: Service, runs: RunIndex | None = None) -> FastAPI:
         if config not in service.served:
             raise ApiError(422, f"config: unknown config {config!r}; loaded: {', '.join(service.served)}")
 
-    async def _verify(config: str, claims: list[str], k: int | None) -> list[dict]:
+    async def _verify(
+        config: str, claims: list[str], k: int | None, request: Request | None = None,
+        timeout: float | None = None,
+    ) -> list[dict]:  # fmt: skip
+        """The claims' responses; their queued work is dropped if ``request``'s client leaves (499)
+        or ``timeout`` (default ``settings.timeout``) passes (504)."""
         for i, c in enumerate(claims):
             if not c.strip():
                 raise ApiError(422, f"claims.{i}: the claim is empty" if len(claims) > 1 else "claim: empty")
@@ -255,26 +267,40 @@ def create_app(service: Service, runs: RunIndex | None = None) -> FastAPI:
                 {"Retry-After": str(e.retry_after)},
             ) from None
         try:
-            out = await asyncio.wait_for(
-                asyncio.gather(*(asyncio.wrap_future(f) for f in futures)), settings.timeout
-            )
+            receive = request.receive if request is not None else None
+            out = await wait_for_results(futures, settings.timeout if timeout is None else timeout, receive)
         except asyncio.TimeoutError:  # the builtin TimeoutError only from Python 3.11
-            for f in futures:
-                f.cancel()
             raise ApiError(504, f"no verdict within {settings.timeout:g} s") from None
+        except ClientGone:  # nobody reads the answer: 499, nginx's "client closed request"
+            raise ApiError(499, "the client closed the request; its waiting claims were dropped") from None
         total = time.perf_counter() - started
         telemetry.claims.labels(config).inc(len(out))
         return [r | {"timings": r["timings"] | {"total": round(total, 6)}} for r in out]
 
+    async def _record(source: str, config: str, k: int | None, out: list[dict]) -> list[int] | None:
+        """Keep one request's responses in the history, as the client gets them (the response model's
+        fields), off the event loop; their ids."""
+        if history is None:
+            return None
+        version, request_id = service.index_version(config), uuid.uuid4().hex[:12]
+
+        def add() -> list[int]:
+            answered = [m.VerifyResponse.model_validate(r).model_dump(mode="json") for r in out]
+            return history.add(source, request_id, config, version, k, answered)
+
+        return await run_in_threadpool(add)
+
     @app.post("/v1/verify", response_model=m.VerifyResponse, tags=["verify"])
-    async def verify(req: m.VerifyRequest) -> dict:
+    async def verify(req: m.VerifyRequest, request: Request) -> dict:
         """Verify one claim: label, scores, explanation, evidence, reasoning steps, fact graph, GRAAL
         paths and per-stage timings.  Concurrent requests share the verifier's batches."""
         _check(req.config)
-        return (await _verify(req.config, [req.claim], req.k))[0]
+        out = await _verify(req.config, [req.claim], req.k, request)
+        await _record("verify", req.config, req.k, out)
+        return out[0]
 
     @app.post("/v1/verify/batch", response_model=m.BatchResponse, tags=["verify"])
-    async def verify_batch(req: m.BatchRequest) -> dict:
+    async def verify_batch(req: m.BatchRequest, request: Request) -> dict:
         """Verify several claims with one config (at most ``max_batch``; 413 beyond)."""
         if len(req.claims) > settings.max_batch:
             raise ApiError(413, f"claims: {len(req.claims)} claims, the limit is {settings.max_batch}")
@@ -282,7 +308,12 @@ def create_app(service: Service, runs: RunIndex | None = None) -> FastAPI:
             if len(c) > m.MAX_CLAIM_CHARS:
                 raise ApiError(422, f"claims.{i}: longer than {m.MAX_CLAIM_CHARS} characters")
         _check(req.config)
-        return {"results": await _verify(req.config, req.claims, req.k)}
+        out = await _verify(req.config, req.claims, req.k, request)
+        await _record("batch", req.config, req.k, out)
+        return {"results": out}
+
+    add_passage_routes(app, service, _check, _verify, _record)
+    add_history_routes(app, history)
 
     # -- runs -----------------------------------------------------------------------------------------
 

@@ -62,6 +62,7 @@ class ServeSettings:
             the paths under :data:`UPLOAD_PATHS`); 413 beyond.
         state_dir: what the service keeps across restarts (SQLite files of jobs and history,
             uploaded corpus pages); default ``<results_dir>/serve``.
+        history: keep every ad-hoc verification in ``<state>/history.sqlite`` (``--no-history``: no).
     """
 
     max_batch: int = 64
@@ -75,6 +76,7 @@ class ServeSettings:
     allowed_hosts: tuple[str, ...] = LOOPBACK_HOSTS
     max_upload: int = 64 * 1024 * 1024
     state_dir: Path | None = None
+    history: bool = True
 
     @property
     def state(self) -> Path:
