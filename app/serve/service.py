@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from eval.verification_eval import result_record
 from garag.config import (
     Config,
     check_override_scopes,
@@ -188,6 +189,12 @@ class Service:
             raise RuntimeError("the service is not ready")
         return batcher.submit_many([(c, k) for c in claims])
 
+    def submit_claims(self, name: str, claims: Sequence[Claim], k: int | None = None):  # noqa: ANN201
+        """Queue whole claims (ids, gold labels and evidence kept) for config ``name``, beside the
+        requests; one future per claim, holding its record as ``garag predict`` writes it
+        (:func:`eval.verification_eval.result_record`)."""
+        return self.submit(name, claims, k)  # type: ignore[arg-type]
+
     def _batch_fn(self, s: Served) -> Callable[[Sequence[tuple[str, int | None]]], list[dict]]:
         def run(items: Sequence[tuple[str, int | None]]) -> list[dict]:
             assert s.pipe is not None
@@ -195,14 +202,16 @@ class Service:
             default_k = s.top_k
             for k in sorted({k or default_k for _, k in items}):
                 idx = [i for i, (_, ik) in enumerate(items) if (ik or default_k) == k]
-                claims = [Claim(i, items[i][0]) for i in idx]
+                # a job's claims come whole (submit_claims) and get their prediction record back
+                claims = [c if isinstance(c := items[i][0], Claim) else Claim(i, c) for i in idx]
                 s.config.verifier.top_k = k  # this thread is the pipeline's only user
                 try:
                     results = s.pipe.run(claims)
                 finally:
                     s.config.verifier.top_k = default_k
                 for i, r in zip(idx, results, strict=True):
-                    out[i] = self.response(s, r)
+                    whole = isinstance(items[i][0], Claim)
+                    out[i] = result_record(r, s.pipe.dataset) if whole else self.response(s, r)
             return out  # type: ignore[return-value]
 
         return run
