@@ -30,6 +30,7 @@ from garag.types import SentenceId
 
 from . import models as m
 from .batcher import QueueFull
+from .job_routes import add_job_routes
 from .runs import HEADLINE, RunIndex, RunNotFound, filter_claims, page_of, run_labels
 from .service import UPLOAD_PATHS, Service
 from .telemetry import Telemetry
@@ -131,6 +132,7 @@ def create_app(service: Service, runs: RunIndex | None = None) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI):  # noqa: ANN202
         yield
+        jobs.stop()  # the job's batch in flight is written first; the job resumes at the next start
         service.close()
 
     app = FastAPI(
@@ -213,6 +215,8 @@ def create_app(service: Service, runs: RunIndex | None = None) -> FastAPI:
     async def crashed(request: Request, e: Exception) -> JSONResponse:
         logger.error("error on %s %s: %s: %s", request.method, request.url.path, type(e).__name__, e)
         return _error(500, f"internal error: {type(e).__name__}")
+
+    jobs = app.state.jobs = add_job_routes(app, service, telemetry)  # /v1/jobs (app/serve/job_routes.py)
 
     # -- service --------------------------------------------------------------------------------------
 
