@@ -12,6 +12,7 @@ import asyncio
 import functools
 import json
 import math
+import time
 import uuid
 from datetime import datetime, timezone
 from pathlib import Path
@@ -31,6 +32,9 @@ from .models import ErrorOut
 UPLOAD_SUFFIXES = (".jsonl", ".json", ".csv", ".tsv", ".txt")
 SSE_POLL = 0.5  # seconds between looks at a job's progress for its event stream
 SSE_KEEPALIVE = 15.0
+# a stream ends after this many seconds (the client asks again): a server stopping waits for open
+# responses, and must not wait for a long job's stream
+SSE_MAX = 30.0
 
 
 def _iso(t: float | None) -> str | None:
@@ -225,13 +229,14 @@ def add_job_routes(app: FastAPI, service, telemetry) -> JobRunner:  # noqa: ANN0
              responses={200: {"content": {"text/event-stream": {}}}, 404: {"model": ErrorOut}})  # fmt: skip
     async def job_events(job_id: str, request: Request) -> StreamingResponse:
         """Server-sent events: ``progress`` (the job's JSON) whenever it moves, then ``end`` once it is
-        done, failed or cancelled (the stream closes).  Send the API key as ``X-API-Key`` (read the
-        stream with fetch; EventSource cannot send headers)."""
+        done, failed or cancelled.  A stream closes without ``end`` after 30 s: ask again to follow on.
+        Send the API key as ``X-API-Key`` (read the stream with fetch; EventSource cannot send headers)."""
         _job(job_id)
 
         async def stream():  # noqa: ANN202
-            last, quiet = None, 0.0
-            while True:
+            last, quiet, ends = None, 0.0, time.monotonic() + SSE_MAX
+            yield "retry: 1000\n\n"
+            while time.monotonic() < ends:
                 job = await asyncio.to_thread(store.get, job_id)
                 if job is None:
                     yield 'event: end\ndata: {"deleted": true}\n\n'

@@ -82,7 +82,9 @@ def test_a_fever_file_scores_as_garag_evaluate_and_its_submission_scores_the_sam
     evaluated = json.loads((tmp_path / "eval" / "metrics.json").read_text())
     for key in (*HEADLINE, "retrieval", "macro_f1_ci", "missing_predictions"):
         assert job["metrics"][key] == evaluated[key], key
-    timeless = [{k: v for k, v in m["garag"].items() if k != "response_time_s"} for m in (job["metrics"], evaluated)]
+    timeless = [
+        {k: v for k, v in m["garag"].items() if k != "response_time_s"} for m in (job["metrics"], evaluated)
+    ]
     assert timeless[0] == timeless[1]
     # garag's records: those garag predict wrote for the same claims (ids and gold labels kept)
     records = lines(jobs.get(f"/v1/jobs/{job['id']}/results", params={"format": "jsonl"}))
@@ -192,6 +194,19 @@ def test_progress_streams_as_server_sent_events_until_the_end(jobs, world):
     # a finished job's stream says so at once
     with jobs.stream("GET", f"/v1/jobs/{job['id']}/events") as r:
         assert [x for x in r.iter_lines() if x.startswith("event:")] == ["event: end"]
+
+
+def test_a_stream_closes_after_a_while_for_the_client_to_ask_again(jobs, world, monkeypatch):
+    from app.serve import job_routes
+
+    monkeypatch.setattr(job_routes, "SSE_MAX", 0.6)  # (30 s): a stopping server waits for open streams
+    job = upload(jobs, "big.jsonl", many_claims(world, 3000), config="baseline").json()
+    wait(jobs, job["id"], lambda j: j["done"] > 0)
+    with jobs.stream("GET", f"/v1/jobs/{job['id']}/events") as r:
+        got = list(r.iter_lines())
+    assert got[0] == "retry: 1000" and "event: progress" in got and "event: end" not in got
+    jobs.post(f"/v1/jobs/{job['id']}/cancel")
+    wait(jobs, job["id"])
 
 
 def test_cancel_stops_a_job_and_keeps_its_results_so_far(jobs, world):

@@ -199,10 +199,12 @@ async function followJob(id) {
         if (event === "end") { loadJobs(); return; }
       }
     }
+    // the server closes a stream after a while (and when it stops): follow on with a new one
+    if (jobs.current === id && !ctl.signal.aborted) setTimeout(() => { if (jobs.follow === ctl) followJob(id); }, 1000);
   } catch (e) {
     if (e.name !== "AbortError") showJobError(e.message);
   } finally {
-    if (jobs.follow === ctl) jobs.follow = null;
+    if (jobs.follow === ctl && ctl.signal.aborted) jobs.follow = null;
   }
 }
 
