@@ -460,13 +460,16 @@ class JobRunner:
     def _loop(self) -> None:
         while not self.stopping:
             job = None
-            if self._take_lock() and self.service.ready:
-                job = self.store.next_runnable(self.kinds, self.service.served)
-            if job is None:
-                self._wake.wait(self.poll)
-                self._wake.clear()
-                continue
-            self._run(job)
+            try:
+                if self._take_lock() and self.service.ready:
+                    job = self.store.next_runnable(self.kinds, self.service.served)
+                if job is not None:
+                    self._run(job)
+                    continue
+            except Exception:  # noqa: BLE001 - a database error (disk full, locked too long): try again
+                logger.exception("jobs: the runner failed; it tries again in %.0f s", self.poll)
+            self._wake.wait(self.poll)
+            self._wake.clear()
 
     def _run(self, job: Job) -> None:
         service = self.service
