@@ -38,7 +38,9 @@ SSE_MAX = 30.0
 
 
 def _iso(t: float | None) -> str | None:
-    return datetime.fromtimestamp(t, timezone.utc).isoformat(timespec="seconds") if t is not None else None
+    return (
+        datetime.fromtimestamp(t, timezone.utc).isoformat(timespec="milliseconds") if t is not None else None
+    )
 
 
 def job_out(job: Job) -> dict:
