@@ -128,6 +128,9 @@ def add_job_routes(app: FastAPI, service, telemetry) -> JobRunner:  # noqa: ANN0
         k_text = str(form.get("k") or "").strip()
         if k_text and not (k_text.isdigit() and 1 <= int(k_text) <= 20):
             raise _fail(422, f"k: {k_text!r} is not a whole number from 1 to 20")
+        name = str(form.get("name") or "")
+        if len(name) > 200:
+            raise _fail(422, f"name: {len(name)} characters, at most 200")
         fmt = str(form.get("format") or "auto")
         if fmt not in ("auto", "fever", "hover", "csv"):
             raise _fail(422, f"format: {fmt!r} is not one of auto, fever, hover, csv")
@@ -141,7 +144,7 @@ def add_job_routes(app: FastAPI, service, telemetry) -> JobRunner:  # noqa: ANN0
         except ClaimsFileError as e:
             path.unlink(missing_ok=True)
             raise _fail(422, str(e)) from None
-        name = str(form.get("name") or "").strip()[:200] or filename
+        name = name or filename
         params = {"k": int(k_text) if k_text else None, "filename": filename, "name": name}
         return {"config": config, **params}, claims, path
 

@@ -40,8 +40,10 @@ def jobs(service, tmp_path_factory):
     app.state.jobs.stop()
 
 
-def upload(client, name: str, data: bytes, **fields):
-    return client.post("/v1/jobs", files={"file": (name, data)}, data={k: str(v) for k, v in fields.items()})
+def upload(client, filename: str, data: bytes, **fields):
+    return client.post(
+        "/v1/jobs", files={"file": (filename, data)}, data={k: str(v) for k, v in fields.items()}
+    )
 
 
 def wait(client, job_id: str, until=lambda j: j["state"] in FINISHED, timeout: float = 120) -> dict:
@@ -300,6 +302,7 @@ BAD_FILES = [
     ("c.jsonl", b'{"id": 1, "claim": "A b."}\n', {"config": "nope"}, "config: unknown config 'nope'"),
     ("c.jsonl", b'{"id": 1, "claim": "A b."}\n', {"k": "0"}, "k: '0' is not a whole number from 1 to 20"),
     ("c.jsonl", b'{"id": 1, "claim": "A b."}\n', {"format": "xml"}, "format: 'xml' is not one of"),
+    ("c.jsonl", b'{"id": 1, "claim": "A b."}\n', {"name": "n" * 201}, "name: 201 characters, at most 200"),
     ("c.txt", b"claim\nA b.\n", {"format": "fever"}, "c.txt:1: not valid JSON"),
 ]  # fmt: skip
 
