@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 from eval.verification_eval import EVAL_RESAMPLES, EVAL_SEED, score_records
-from garag.claims import FEVER_LABELS, HOVER_LABELS
+from garag.claims import FEVER_LABELS
 from garag.datasets import Dataset, fever, hover
 from garag.types import Claim, SentenceId
 
@@ -60,7 +60,7 @@ def scoring_dataset(labels: Iterable[str] | None, served: Dataset, gold: list[Cl
     )
 
 
-def _submit(ctx: JobContext, claims: list[Claim], k: int | None) -> list[cf.Future]:
+def _submit(ctx: JobContext, claims: list[Claim], k: int | None) -> cf.Future:
     """Queue a batch; while the queue is full of interactive requests, wait (cancel and stop still act)."""
     while True:
         try:
@@ -72,15 +72,17 @@ def _submit(ctx: JobContext, claims: list[Claim], k: int | None) -> list[cf.Futu
                 time.sleep(0.1)
 
 
-def _wait(ctx: JobContext, futures: list[cf.Future]) -> bool:
-    """Wait for a batch; on cancel, drop its claims that have not started.  True when cancelled."""
-    pending = set(futures)
-    while pending:
-        _, pending = cf.wait(pending, timeout=0.25)
-        if pending and ctx.cancelled():
-            for f in pending:
-                f.cancel()  # the ones running finish; their results are kept
-            cf.wait(pending)
+def _wait(ctx: JobContext, future: cf.Future) -> bool:
+    """Wait for a batch; on cancel, drop it if it has not started.  True when cancelled."""
+    while not future.done():
+        try:
+            future.exception(timeout=0.25)
+        except cf.TimeoutError:
+            if ctx.cancelled():
+                future.cancel()  # a batch running finishes; its results are kept
+                cf.wait([future])
+                return True
+        except cf.CancelledError:
             return True
     return False
 
@@ -88,8 +90,9 @@ def _wait(ctx: JobContext, futures: list[cf.Future]) -> bool:
 def run_claims(
     ctx: JobContext, chunk: int = 32, on_done: Callable[[str, int], None] | None = None
 ) -> dict | None:
-    """Verify a job's claims without a result, ``chunk`` at a time, writing each batch's results in
-    one transaction; then its metrics where claims have gold labels."""
+    """Verify a job's claims without a result, ``chunk`` at a time (one pipeline batch each, as
+    ``garag predict`` runs them), writing each batch's results in one transaction; then its metrics
+    where claims have gold labels."""
     job, store = ctx.job, ctx.store
     served = ctx.service.served[job.config]
     source = job.params.get("filename") or f"job {job.id}"
@@ -99,25 +102,19 @@ def run_claims(
         ctx.check()
         part = [(idx, item_claim(item)) for idx, item in todo[start : start + chunk]]
         began = time.perf_counter()
-        futures = _submit(ctx, [c for _, c in part], job.params.get("k"))
-        cancelled = _wait(ctx, futures)
-        results, error = [], None
-        for (idx, claim), fut in zip(part, futures, strict=True):
-            if fut.cancelled():
-                continue
-            if fut.exception() is not None:
-                error = error or fut.exception()
-                continue
-            record = fut.result()
+        future = _submit(ctx, [c for _, c in part], job.params.get("k"))
+        cancelled = _wait(ctx, future)
+        if future.cancelled():
+            raise JobCancelled
+        records = future.result()  # the pipeline's error fails the job
+        results = []
+        for (idx, claim), record in zip(part, records, strict=True):
             record["dataset_label"] = to_label.get(record["predicted_label"], record["predicted_label"])
             correct = None if claim.label is None else record["dataset_label"] == claim.label
             results.append(Result(idx, record["predicted_label"], claim.label, correct, record))
-        if results:
-            store.add_results(job.id, results, time.perf_counter() - began)
-            if on_done is not None:
-                on_done(job.config, len(results))
-        if error is not None:
-            raise error
+        store.add_results(job.id, results, time.perf_counter() - began)
+        if on_done is not None:
+            on_done(job.config, len(results))
         if cancelled:
             raise JobCancelled
     ctx.check()
@@ -164,7 +161,3 @@ def download_lines(fmt: str, records: Iterable[dict]) -> Iterator[str]:
         buf.truncate()
     if buf.getvalue():
         yield buf.getvalue()
-
-
-def is_hover(labels: Iterable[str] | None) -> bool:
-    return tuple(labels or ()) == HOVER_LABELS

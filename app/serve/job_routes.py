@@ -98,8 +98,8 @@ def add_job_routes(app: FastAPI, service, telemetry) -> JobRunner:  # noqa: ANN0
     store = JobStore(state / "jobs.sqlite")
     uploads = state / "uploads"
     runner = JobRunner(store, service, state / "jobs.lock")
-    # a job's batch: two verifier batches, so the batcher has the second queued while it runs the first
-    chunk = max(1, min(2 * settings.micro_batch, settings.max_queue))
+    # a job's batch: one pipeline batch of 32 claims (garag predict's), or --micro-batch if more
+    chunk = max(32, settings.micro_batch)
     runner.register(
         KIND,
         functools.partial(run_claims, chunk=chunk, on_done=lambda c, n: telemetry.claims.labels(c).inc(n)),

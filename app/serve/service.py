@@ -190,10 +190,14 @@ class Service:
         return batcher.submit_many([(c, k) for c in claims])
 
     def submit_claims(self, name: str, claims: Sequence[Claim], k: int | None = None):  # noqa: ANN201
-        """Queue whole claims (ids, gold labels and evidence kept) for config ``name``, beside the
-        requests; one future per claim, holding its record as ``garag predict`` writes it
-        (:func:`eval.verification_eval.result_record`)."""
-        return self.submit(name, claims, k)  # type: ignore[arg-type]
+        """Queue a batch of whole claims (ids, gold labels and evidence kept) for config ``name``, beside
+        the requests, as one item: they run in one pipeline batch (with any requests waiting), whatever
+        ``micro_batch`` is, as ``garag predict`` runs them.  One future, holding their records as
+        ``garag predict`` writes them (:func:`eval.verification_eval.result_record`), in order."""
+        batcher = self.served[name].batcher
+        if batcher is None:
+            raise RuntimeError("the service is not ready")
+        return batcher.submit_many([(tuple(claims), k)])[0]
 
     def _batch_fn(self, s: Served) -> Callable[[Sequence[tuple[str, int | None]]], list[dict]]:
         def run(items: Sequence[tuple[str, int | None]]) -> list[dict]:
@@ -202,19 +206,25 @@ class Service:
             default_k = s.top_k
             for k in sorted({k or default_k for _, k in items}):
                 idx = [i for i, (_, ik) in enumerate(items) if (ik or default_k) == k]
-                # a job's claims come whole (submit_claims) and get their prediction record back
-                claims = [c if isinstance(c := items[i][0], Claim) else Claim(i, c) for i in idx]
+                # a job's batch is one item, a tuple of whole claims (submit_claims): their records
+                owners = [(i, c) for i in idx for c in self._item_claims(i, items[i][0])]
                 s.config.verifier.top_k = k  # this thread is the pipeline's only user
                 try:
-                    results = s.pipe.run(claims)
+                    results = s.pipe.run([c for _, c in owners])
                 finally:
                     s.config.verifier.top_k = default_k
-                for i, r in zip(idx, results, strict=True):
-                    whole = isinstance(items[i][0], Claim)
-                    out[i] = result_record(r, s.pipe.dataset) if whole else self.response(s, r)
+                for (i, _), r in zip(owners, results, strict=True):
+                    if isinstance(items[i][0], tuple):
+                        out[i] = [*(out[i] or []), result_record(r, s.pipe.dataset)]  # type: ignore[list-item]
+                    else:
+                        out[i] = self.response(s, r)
             return out  # type: ignore[return-value]
 
         return run
+
+    @staticmethod
+    def _item_claims(i: int, item: str | tuple[Claim, ...]) -> Sequence[Claim]:
+        return item if isinstance(item, tuple) else [Claim(i, item)]
 
     def response(self, s: Served, result: ClaimResult) -> dict:
         """The ``/v1/verify`` response of one claim result."""

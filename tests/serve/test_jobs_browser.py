@@ -16,7 +16,7 @@ from .test_jobs import many_claims
 
 pytest.importorskip("python_multipart", reason="python-multipart (the serve extra) is not installed")
 
-N = 400
+N = 2000
 
 WATCH = """() => {
   window.__seen = [];

@@ -21,7 +21,7 @@ httpx = pytest.importorskip("httpx")
 pytest.importorskip("python_multipart", reason="python-multipart (the serve extra) is not installed")
 
 REPO = Path(__file__).resolve().parents[2]
-N = 1500
+N = 3000
 
 
 def free_port() -> int:
