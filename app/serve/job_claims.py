@@ -23,7 +23,8 @@ from garag.datasets import Dataset, fever, hover
 from garag.types import Claim, SentenceId
 
 from .batcher import QueueFull
-from .jobs import JobCancelled, JobContext, Result
+from .job_runner import JobCancelled, JobContext
+from .jobs import Result
 
 KIND = "claims"
 DOWNLOADS = {

@@ -26,7 +26,8 @@ from starlette.exceptions import HTTPException
 from . import job_models as jm
 from .job_claims import DOWNLOADS, KIND, claim_item, download_lines, run_claims
 from .job_files import ClaimsFile, ClaimsFileError, read_json_claims, read_upload
-from .jobs import ACTIVE, FINISHED, Job, JobRunner, JobStore
+from .job_runner import JobRunner
+from .jobs import ACTIVE, FINISHED, Job, JobStore
 from .models import ErrorOut
 
 UPLOAD_SUFFIXES = (".jsonl", ".json", ".csv", ".tsv", ".txt")
@@ -274,6 +275,17 @@ def add_job_routes(app: FastAPI, service, telemetry) -> JobRunner:  # noqa: ANN0
             job = _job(job_id)
             if job.state != "cancelled":  # cancelling twice is no error
                 raise _fail(409, f"job {job_id} is {job.state}: there is nothing to cancel")
+        return job_out(_job(job_id))
+
+    @app.post("/v1/jobs/{job_id}/resume", response_model=jm.JobOut, tags=["jobs"],
+              responses={404: {"model": ErrorOut}, 409: {"model": ErrorOut}})  # fmt: skip
+    def resume_job(job_id: str) -> dict:
+        """Queue a cancelled or failed job again: it goes on from its first claim without a result
+        (409 for a job that is queued, running or done)."""
+        job = _job(job_id)
+        if not store.requeue(job_id):
+            raise _fail(409, f"job {job_id} is {job.state}: only a cancelled or failed job resumes")
+        runner.ensure_started()
         return job_out(_job(job_id))
 
     @app.delete("/v1/jobs/{job_id}", status_code=204, tags=["jobs"],

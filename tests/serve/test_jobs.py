@@ -228,6 +228,18 @@ def test_cancel_stops_a_job_and_keeps_its_results_so_far(jobs, world):
     # the runner goes on to the next job
     nxt = wait(jobs, jobs.post("/v1/jobs", json={"claims": ["Liverpool is a city."]}).json()["id"])
     assert nxt["state"] == "done"
+    # resumed, it goes on from the first claim without a result: every claim once
+    r = jobs.post(f"/v1/jobs/{job['id']}/resume")
+    assert r.status_code == 200 and r.json()["state"] == "queued" and r.json()["done"] == after["done"]
+    resumed = wait(jobs, job["id"])
+    assert (resumed["state"], resumed["done"], resumed["starts"]) == ("done", 3000, 2)
+    assert resumed["metrics"]["n"] == 3000 and resumed["error"] is None
+    ids = [x["id"] for x in lines(jobs.get(f"/v1/jobs/{job['id']}/results?format=fever"))]
+    assert ids == list(range(1000, 4000))
+    r = jobs.post(f"/v1/jobs/{job['id']}/resume")
+    assert r.status_code == 409 and r.json()["error"].endswith(
+        "is done: only a cancelled or failed job resumes"
+    )
 
 
 def test_requests_are_answered_while_a_job_runs(jobs, world):
@@ -278,6 +290,7 @@ def test_list_delete_and_the_state_errors(jobs):
     "path, method",
     [("/v1/jobs/nope", "GET"), ("/v1/jobs/nope/events", "GET"), ("/v1/jobs/nope/results", "GET"),
      ("/v1/jobs/nope/results?format=csv", "GET"), ("/v1/jobs/nope/cancel", "POST"),
+     ("/v1/jobs/nope/resume", "POST"),
      ("/v1/jobs/nope", "DELETE")],
 )  # fmt: skip
 def test_an_unknown_job_is_404_everywhere(jobs, path, method):
@@ -360,6 +373,7 @@ def test_job_states_are_a_prometheus_gauge_and_the_paths_are_documented(jobs):
         assert f'garag_jobs{{state="{state}"}} {float(n)}' in text
     paths = jobs.get("/openapi.json").json()["paths"]
     for p in ("/v1/jobs", "/v1/jobs/{job_id}", "/v1/jobs/{job_id}/events", "/v1/jobs/{job_id}/cancel",
+              "/v1/jobs/{job_id}/resume",
               "/v1/jobs/{job_id}/results"):  # fmt: skip
         assert p in paths
     assert set(paths["/v1/jobs"]["post"]["requestBody"]["content"]) == {

@@ -9,7 +9,8 @@ import time
 
 import pytest
 
-from app.serve.jobs import JobRunner, JobStore, Result
+from app.serve.job_runner import JobRunner
+from app.serve.jobs import JobStore, Result
 
 
 def until(predicate, timeout: float = 30.0) -> None:

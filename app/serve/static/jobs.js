@@ -112,6 +112,7 @@ function renderJob(job) {
         el("progress", { id: "job-progress", max: Math.max(job.total, 1), value: 0 }),
         el("span", { id: "job-progress-text" }),
         el("button", { type: "button", id: "job-cancel", onclick: () => cancelJob(job.id) }, "Cancel"),
+        el("button", { type: "button", id: "job-resume", onclick: () => resumeJob(job.id) }, "Resume"),
         el("button", { type: "button", id: "job-delete", onclick: () => deleteJob(job.id) }, "Delete")),
       el("p", { id: "job-job-error", class: "error", hidden: true }),
       el("div", { id: "job-metrics" }),
@@ -138,6 +139,7 @@ function renderJob(job) {
   $("job-progress-text").textContent = progressText(job);
   $("job-cancel").hidden = !["queued", "running"].includes(job.state);
   $("job-delete").hidden = ["queued", "running"].includes(job.state);
+  $("job-resume").hidden = !["cancelled", "failed"].includes(job.state);
   const err = $("job-job-error");
   err.textContent = job.error || "";
   err.hidden = !job.error;
@@ -211,13 +213,14 @@ async function followJob(id) {
 async function loadResults() {
   const id = jobs.current;
   if (!id) return;
+  const ask = (jobs.asked = (jobs.asked || 0) + 1); // only the latest request fills the table
   const params = new URLSearchParams({ page: jobs.page, page_size: 50 });
   for (const [key, node] of [["label", "jf-label"], ["correct", "jf-correct"], ["q", "jf-q"]]) {
     if ($(node) && $(node).value) params.set(key, $(node).value);
   }
   try {
     const data = await apiCall(`/v1/jobs/${encodeURIComponent(id)}/results?${params}`);
-    if (jobs.current !== id) return;
+    if (jobs.current !== id || ask !== jobs.asked) return;
     jobs.pages = data.pages;
     jobs.pageSize = data.page_size;
     $("job-results-count").textContent = `${data.total} results`;
@@ -236,6 +239,16 @@ async function cancelJob(id) {
   try {
     renderJob(await apiCall(`/v1/jobs/${encodeURIComponent(id)}/cancel`, { method: "POST" }));
     loadJobs();
+  } catch (e) {
+    showJobError(e.message);
+  }
+}
+
+async function resumeJob(id) {
+  try {
+    renderJob(await apiCall(`/v1/jobs/${encodeURIComponent(id)}/resume`, { method: "POST" }));
+    loadJobs();
+    followJob(id);
   } catch (e) {
     showJobError(e.message);
   }
