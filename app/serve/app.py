@@ -35,6 +35,7 @@ from .batcher import QueueFull
 from .corpus_routes import add_corpus_routes
 from .history import History
 from .history_routes import add_history_routes
+from .job_routes import add_job_routes
 from .passage_routes import add_passage_routes
 from .runs import HEADLINE, RunIndex, RunNotFound, filter_claims, page_of, run_labels
 from .service import UPLOAD_PATHS, Service
@@ -139,6 +140,7 @@ def create_app(service: Service, runs: RunIndex | None = None) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI):  # noqa: ANN202
         yield
+        jobs.stop()  # the job's batch in flight is written first; the job resumes at the next start
         service.close()
 
     app = FastAPI(
@@ -221,6 +223,8 @@ def create_app(service: Service, runs: RunIndex | None = None) -> FastAPI:
     async def crashed(request: Request, e: Exception) -> JSONResponse:
         logger.error("error on %s %s: %s: %s", request.method, request.url.path, type(e).__name__, e)
         return _error(500, f"internal error: {type(e).__name__}")
+
+    jobs = app.state.jobs = add_job_routes(app, service, telemetry)  # /v1/jobs (app/serve/job_routes.py)
 
     # -- service --------------------------------------------------------------------------------------
 

@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from eval.verification_eval import result_record
 from garag.config import (
     Config,
     check_override_scopes,
@@ -80,10 +81,9 @@ class ServeSettings:
 
     @property
     def state(self) -> Path:
-        """The state directory (``state_dir``, else ``<results_dir>/serve``), created on first use."""
-        path = self.state_dir if self.state_dir is not None else self.results_dir / "serve"
-        path.mkdir(parents=True, exist_ok=True)
-        return path
+        """The state directory (``state_dir``, else ``<results_dir>/serve``); what writes under it first
+        makes it."""
+        return self.state_dir if self.state_dir is not None else self.results_dir / "serve"
 
 
 @dataclass
@@ -196,6 +196,16 @@ class Service:
             raise RuntimeError("the service is not ready")
         return batcher.submit_many([(c, k) for c in claims])
 
+    def submit_claims(self, name: str, claims: Sequence[Claim], k: int | None = None):  # noqa: ANN201
+        """Queue a batch of whole claims (ids, gold labels and evidence kept) for config ``name``, beside
+        the requests, as one item: they run in one pipeline batch (with any requests waiting), whatever
+        ``micro_batch`` is, as ``garag predict`` runs them.  One future, holding their records as
+        ``garag predict`` writes them (:func:`eval.verification_eval.result_record`), in order."""
+        batcher = self.served[name].batcher
+        if batcher is None:
+            raise RuntimeError("the service is not ready")
+        return batcher.submit_many([(tuple(claims), k)])[0]
+
     def _batch_fn(self, s: Served) -> Callable[[Sequence[tuple[str, int | None]]], list[dict]]:
         def run(items: Sequence[tuple[str, int | None]]) -> list[dict]:
             pipe = s.pipe  # read once: the whole batch answers from one index version (see swap)
@@ -204,17 +214,25 @@ class Service:
             default_k = s.top_k
             for k in sorted({k or default_k for _, k in items}):
                 idx = [i for i, (_, ik) in enumerate(items) if (ik or default_k) == k]
-                claims = [Claim(i, items[i][0]) for i in idx]
+                # a job's batch is one item, a tuple of whole claims (submit_claims): their records
+                owners = [(i, c) for i in idx for c in self._item_claims(i, items[i][0])]
                 pipe.config.verifier.top_k = k  # this thread is the pipeline's only user
                 try:
-                    results = pipe.run(claims)
+                    results = pipe.run([c for _, c in owners])
                 finally:
                     pipe.config.verifier.top_k = default_k
-                for i, r in zip(idx, results, strict=True):
-                    out[i] = self.response(s, r, pipe)
+                for (i, _), r in zip(owners, results, strict=True):
+                    if isinstance(items[i][0], tuple):
+                        out[i] = [*(out[i] or []), result_record(r, pipe.dataset)]  # type: ignore[list-item]
+                    else:
+                        out[i] = self.response(s, r, pipe)
             return out  # type: ignore[return-value]
 
         return run
+
+    @staticmethod
+    def _item_claims(i: int, item: str | tuple[Claim, ...]) -> Sequence[Claim]:
+        return item if isinstance(item, tuple) else [Claim(i, item)]
 
     def response(self, s: Served, result: ClaimResult, pipe: VerificationPipeline | None = None) -> dict:
         """The ``/v1/verify`` response of one claim result (from ``pipe``, default the served one)."""

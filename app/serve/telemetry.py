@@ -48,6 +48,12 @@ class Telemetry:
         for name, read in waiting.items():
             queue.labels(name).set_function(read)
 
+    def track_jobs(self, counts: Callable[[], dict[str, int]]) -> None:
+        """``garag_jobs{state}``: jobs per state, ``counts()`` read at each scrape."""
+        gauge = Gauge("garag_jobs", "Jobs by state", ["state"], registry=self.registry)
+        for state in ("queued", "running", "done", "failed", "cancelled"):
+            gauge.labels(state).set_function(lambda s=state: counts().get(s, 0))
+
     def observe(self, method: str, path: str, status: int, seconds: float) -> None:
         self.requests.labels(method, path, str(status)).inc()
         self.seconds.labels(path).observe(seconds)

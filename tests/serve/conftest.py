@@ -88,8 +88,9 @@ class Server:
 
 
 @contextmanager
-def serving(service) -> Iterator[Server]:
-    """The real app under a real uvicorn on 127.0.0.1 (an OS-chosen port), in a thread."""
+def serving(service, app=None) -> Iterator[Server]:
+    """The real app (``app``, else the service's) under a real uvicorn on 127.0.0.1 (an OS-chosen
+    port), in a thread."""
     import threading
     import time
 
@@ -98,7 +99,7 @@ def serving(service) -> Iterator[Server]:
     from app.serve.app import create_app
 
     config = uvicorn.Config(
-        create_app(service), host="127.0.0.1", port=0, log_level="warning", lifespan="off"
+        app or create_app(service), host="127.0.0.1", port=0, log_level="warning", lifespan="off"
     )
     srv = uvicorn.Server(config)
     thread = threading.Thread(target=srv.run, daemon=True)
