@@ -281,30 +281,42 @@ def create_app(service: Service, runs: RunIndex | None = None) -> FastAPI:
         telemetry.claims.labels(config).inc(len(out))
         return [r | {"timings": r["timings"] | {"total": round(total, 6)}} for r in out]
 
-    async def _record(source: str, config: str, k: int | None, out: list[dict]) -> list[int] | None:
-        """Keep one request's responses in the history, as the client gets them (the response model's
-        fields), off the event loop; their ids."""
+    def _keep(
+        source: str, config: str, k: int | None, out: list[dict]
+    ) -> tuple[list[dict], list[int] | None]:
+        """Responses as the client gets them (the response model's fields) and, with the history on,
+        kept there; their history ids.  Called off the event loop (validation is not free)."""
+        answered = [m.VerifyResponse.model_validate(r).model_dump(mode="json") for r in out]
         if history is None:
-            return None
+            return answered, None
         version, request_id = service.index_version(config), uuid.uuid4().hex[:12]
+        return answered, history.add(source, request_id, config, version, k, answered)
 
-        def add() -> list[int]:
-            answered = [m.VerifyResponse.model_validate(r).model_dump(mode="json") for r in out]
-            return history.add(source, request_id, config, version, k, answered)
+    async def _record(source: str, config: str, k: int | None, out: list[dict]) -> list[int] | None:
+        """Keep one request's responses in the history, off the event loop; their ids."""
+        return (await run_in_threadpool(_keep, source, config, k, out))[1] if history is not None else None
 
-        return await run_in_threadpool(add)
+    async def _answer(source: str, config: str, k: int | None, out: list[dict], batch: bool) -> Response:
+        """The JSON response of verified claims, validated, kept and encoded in a worker thread: under
+        a flood the event loop only moves bytes, so /v1/health keeps answering."""
+
+        def encode() -> bytes:
+            answered, _ = _keep(source, config, k, out)
+            body = {"results": answered} if batch else answered[0]
+            return json.dumps(body, ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode()
+
+        return Response(await run_in_threadpool(encode), media_type="application/json")
 
     @app.post("/v1/verify", response_model=m.VerifyResponse, tags=["verify"])
-    async def verify(req: m.VerifyRequest, request: Request) -> dict:
+    async def verify(req: m.VerifyRequest, request: Request) -> Response:
         """Verify one claim: label, scores, explanation, evidence, reasoning steps, fact graph, GRAAL
         paths and per-stage timings.  Concurrent requests share the verifier's batches."""
         _check(req.config)
         out = await _verify(req.config, [req.claim], req.k, request)
-        await _record("verify", req.config, req.k, out)
-        return out[0]
+        return await _answer("verify", req.config, req.k, out, batch=False)
 
     @app.post("/v1/verify/batch", response_model=m.BatchResponse, tags=["verify"])
-    async def verify_batch(req: m.BatchRequest, request: Request) -> dict:
+    async def verify_batch(req: m.BatchRequest, request: Request) -> Response:
         """Verify several claims with one config (at most ``max_batch``; 413 beyond)."""
         if len(req.claims) > settings.max_batch:
             raise ApiError(413, f"claims: {len(req.claims)} claims, the limit is {settings.max_batch}")
@@ -313,8 +325,7 @@ def create_app(service: Service, runs: RunIndex | None = None) -> FastAPI:
                 raise ApiError(422, f"claims.{i}: longer than {m.MAX_CLAIM_CHARS} characters")
         _check(req.config)
         out = await _verify(req.config, req.claims, req.k, request)
-        await _record("batch", req.config, req.k, out)
-        return {"results": out}
+        return await _answer("batch", req.config, req.k, out, batch=True)
 
     add_passage_routes(app, service, _check, _verify, _record)
     add_history_routes(app, history)
