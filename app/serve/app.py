@@ -419,6 +419,7 @@ def create_app(service: Service, runs: RunIndex | None = None) -> FastAPI:
         }
 
     add_corpus_routes(app, service.corpus)  # /v1/corpus*: pages added and removed while serving
+    service.corpus.attach_jobs(jobs.store)  # each corpus update is listed among the jobs
 
     # -- pages ----------------------------------------------------------------------------------------
 

@@ -44,6 +44,7 @@ from garag.text import detokenize
 if TYPE_CHECKING:
     from pipeline.verification import VerificationPipeline
 
+    from .jobs import JobStore
     from .service import Service
 
 logger = logging.getLogger(__name__)
@@ -138,6 +139,7 @@ class CorpusUpdate:
     started: str | None = None
     finished: str | None = None
     result: dict = field(default_factory=dict)  # per config: index_version, pages, sentences
+    job: str | None = None  # its row in the jobs of the service (GET /v1/jobs/{job})
 
     def view(self) -> dict:
         return {"kind": self.kind, "corpus_id": self.base} | {
@@ -160,6 +162,7 @@ class CorpusManager:
         self._queue: queue.Queue[str | None] = queue.Queue()
         self._worker: threading.Thread | None = None
         self._counts: dict[str, tuple[int, int]] = {}  # index version -> (pages, sentences)
+        self.jobs: JobStore | None = None  # where each update is listed as a job (attach_jobs)
 
     @property
     def root(self) -> Path:
@@ -373,6 +376,11 @@ class CorpusManager:
         seq = self._next_seq()
         u = CorpusUpdate(uuid.uuid4().hex[:16], base.id, seq, list(base.configs))
         edit = Edit(seq, kind, name, base.id, ids, u.id, u.created)
+        if self.jobs is not None:
+            what = f"{kind} {len(ids)} page{'s' * (len(ids) != 1)}"
+            u.job = self.jobs.create(
+                u.kind, base.configs[0], [{"update": u.id}], {"name": f"corpus: {what}", "update": u.id}
+            ).id
         self._save_update(u)
         self.edits.append(edit)
         self._save_edits()
@@ -394,6 +402,7 @@ class CorpusManager:
             with self._lock:
                 u.status, u.started, u.phase = "running", now(), "starting"
                 self._save_update(u)
+            self._job_state(u)
 
             def progress(phase: str, fraction: float, u: CorpusUpdate = u) -> None:
                 with self._lock:
@@ -412,10 +421,36 @@ class CorpusManager:
                     u.status, u.phase, u.finished = "failed", "failed", now()
                     u.error = f"{type(e).__name__}: {' '.join(str(e).split())}"
                     self._save_update(u)
+                self._job_state(u)
                 continue
             with self._lock:
                 u.status, u.phase, u.progress, u.finished, u.result = "done", "done", 1.0, now(), result
                 self._save_update(u)
+            self._job_state(u)
+
+    # -- the jobs list ------------------------------------------------------------------------------
+
+    def attach_jobs(self, store: JobStore) -> None:
+        """List every update from now on as a job of ``store`` (kind ``corpus_update``, one item), and
+        bring the rows of updates that ended while none was attached up to date."""
+        self.jobs = store
+        for u in list(self.updates.values()):
+            if u.job is not None and u.status in ("done", "failed"):
+                self._job_state(u)
+
+    def _job_state(self, u: CorpusUpdate) -> None:
+        """The update's job row follows its status (the corpus worker runs it, not the job runner)."""
+        if self.jobs is None or u.job is None:
+            return
+        try:
+            version = next((r["index_version"] for r in u.result.values()), "")
+            self.jobs.start(u.job, version)
+            if u.status == "done":
+                self.jobs.finish(u.job, "done", metrics={"configs": u.result})
+            elif u.status == "failed":
+                self.jobs.finish(u.job, "failed", error=u.error)
+        except Exception as e:  # noqa: BLE001 - the update itself is done; only its listing lags
+            logger.warning("corpus update %s: its job row could not be written: %s", u.id, e)
 
     def run_corpus_update(self, update: CorpusUpdate, progress_callback: Progress) -> dict:
         """Apply an update's edit (with every edit before it that did not fail): build a new pipeline

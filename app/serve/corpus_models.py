@@ -65,6 +65,7 @@ class UpdateOut(BaseModel):
     result: dict[str, dict[str, int | str]] = Field(
         description="once done, per config: index_version, pages, sentences"
     )
+    job: str | None = Field(None, description="the update's entry among the jobs (GET /v1/jobs/{job})")
 
 
 class CorpusResponse(BaseModel):

@@ -270,7 +270,10 @@ def add_job_routes(app: FastAPI, service, telemetry) -> JobRunner:  # noqa: ANN0
     def cancel_job(job_id: str) -> dict:
         """Cancel a queued or running job: the claims not yet started are dropped, the results so far
         are kept (and downloadable).  409 for a job that has finished."""
-        _job(job_id)
+        if _job(job_id).kind not in runner.kinds:
+            raise _fail(
+                409, f"job {job_id} is a {_job(job_id).kind}: it runs to its end, it cannot be cancelled"
+            )
         if not store.cancel(job_id):
             job = _job(job_id)
             if job.state != "cancelled":  # cancelling twice is no error
@@ -283,6 +286,8 @@ def add_job_routes(app: FastAPI, service, telemetry) -> JobRunner:  # noqa: ANN0
         """Queue a cancelled or failed job again: it goes on from its first claim without a result
         (409 for a job that is queued, running or done)."""
         job = _job(job_id)
+        if job.kind not in runner.kinds:
+            raise _fail(409, f"job {job_id} is a {job.kind}: it cannot be resumed (queue the edit again)")
         if not store.requeue(job_id):
             raise _fail(409, f"job {job_id} is {job.state}: only a cancelled or failed job resumes")
         runner.ensure_started()

@@ -364,6 +364,26 @@ def test_an_uploaded_page_replaces_the_page_with_its_id(http, cworld):
     assert by_name(http.get("/v1/corpus").json())["baseline"]["pages"] == 13
 
 
+def test_an_update_is_listed_among_the_jobs_and_runs_to_its_end(http, cworld):
+    page = pages_jsonl([99])
+    r = http.post("/v1/corpus/pages", content=page, params={"config": "baseline"})
+    assert r.status_code == 202
+    update = r.json()["update"]
+    assert update["job"], update
+    done = wait_for_update(http.get, update["id"])
+    assert done["status"] == "done"
+    job = http.get(f"/v1/jobs/{update['job']}").json()
+    assert job["kind"] == "corpus_update" and job["state"] == "done" and job["name"] == "corpus: add 1 page"
+    versions = {c["index_version"] for c in done["result"].values()}
+    assert job["metrics"]["configs"] == done["result"] and set(job["index_versions"]) <= versions
+    assert update["job"] in [j["id"] for j in http.get("/v1/jobs").json()["jobs"]]
+    for action in ("cancel", "resume"):
+        r = http.post(f"/v1/jobs/{update['job']}/{action}")
+        assert r.status_code == 409 and "corpus_update" in r.json()["error"], r.json()
+    r = http.request("DELETE", "/v1/corpus/pages", json={"ids": [page_name(99)], "config": "baseline"})
+    assert r.status_code == 202 and wait_for_update(http.get, r.json()["update"]["id"])["status"] == "done"
+
+
 def test_a_failed_update_says_why_and_one_a_restart_interrupted_runs_again(world, tmp_path):
     from pipeline.verification import VerificationPipeline
 
