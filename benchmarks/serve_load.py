@@ -326,11 +326,7 @@ def main(argv: list[str] | None = None) -> int:
     result = {
         "machine": machine(),
         "dataset": args.dataset,
-        "server": {
-            "micro_batch": args.micro_batch,
-            "max_queue": args.max_queue,
-            "load_seconds": round(load_seconds, 1),
-        },  # fmt: skip
+        "server": server_info(args, load_seconds),
         "rows": rows,
         "rss": rss,
         "batch": batch,
@@ -345,6 +341,11 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def server_info(args: argparse.Namespace, load_seconds: float) -> dict:
+    load = round(load_seconds, 1)
+    return {"micro_batch": args.micro_batch, "max_queue": args.max_queue, "load_seconds": load}
+
+
 def machine() -> dict:
     return {"cpus": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform()}
 
@@ -357,11 +358,7 @@ def write_flood(
     result = {
         "machine": machine(),
         "dataset": args.dataset,
-        "server": {
-            "micro_batch": args.micro_batch,
-            "max_queue": args.max_queue,
-            "load_seconds": round(load_seconds, 1),
-        },  # fmt: skip
+        "server": server_info(args, load_seconds),
         "flood": flooded,
         "goals": flood_goals(flooded),
         "command": "python benchmarks/serve_load.py " + " ".join(argv if argv is not None else sys.argv[1:]),

@@ -32,15 +32,10 @@ function keyHeaders(headers = {}) {
   return headers;
 }
 
-async function api(path, body) {
-  const headers = keyHeaders({ Accept: "application/json" });
-  const init = { headers };
-  if (body !== undefined) {
-    init.method = "POST";
-    headers["Content-Type"] = "application/json";
-    init.body = JSON.stringify(body);
-  }
-  const res = await fetch(path, init);
+// every call of the page's scripts: the key sent, JSON back (null for 204), one Error line otherwise
+async function request(path, init = {}) {
+  const res = await fetch(path, { ...init, headers: keyHeaders({ Accept: "application/json", ...(init.headers || {}) }) });
+  if (res.status === 204) return null;
   let data = null;
   try {
     data = await res.json();
@@ -49,6 +44,11 @@ async function api(path, body) {
   }
   if (!res.ok) throw new Error(`${res.status}: ${data.error || res.statusText}`);
   return data;
+}
+
+async function api(path, body) {
+  if (body === undefined) return request(path);
+  return request(path, { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body) });
 }
 
 function sid(page, line) {

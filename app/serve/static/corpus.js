@@ -1,21 +1,12 @@
 // garag's page, the Corpus tab: what each config answers from, pages added (a wiki-pages file, or one
 // page written here) and removed, and the progress of the corpus update that applies them.
-// Uses app.js's el, $, api, keyHeaders and sid; every page text is put in with textContent.
+// Uses app.js's el, $, api, request and sid; every page text is put in with textContent.
 "use strict";
 
 const corpusState = { data: null, timer: null };
 
-async function corpusCall(method, path, body, type) {
-  const headers = keyHeaders({ Accept: "application/json", "Content-Type": type });
-  const res = await fetch(path, { method, headers, body });
-  let data = null;
-  try {
-    data = await res.json();
-  } catch (e) {
-    data = { error: res.statusText };
-  }
-  if (!res.ok) throw new Error(`${res.status}: ${data.error || res.statusText}`);
-  return data;
+function corpusCall(method, path, body, type) {
+  return request(path, { method, body, headers: { "Content-Type": type } });
 }
 
 function corpusError(message) {

@@ -1,22 +1,9 @@
 // garag's web page, the Jobs tab: upload a claims file, follow the job's progress, filter its results
-// and download them.  Uses el, $, api, keyHeaders and labelBadge of app.js (loaded first).
+// and download them.  Uses el, $, api, request, keyHeaders and labelBadge of app.js (loaded first).
 // Progress comes from the job's server-sent events, read with fetch (EventSource cannot send the API key).
 "use strict";
 
 const jobs = { current: null, follow: null, page: 1, pages: 1, configsLoaded: false };
-
-async function apiCall(path, init = {}) {
-  const res = await fetch(path, { ...init, headers: keyHeaders({ Accept: "application/json", ...(init.headers || {}) }) });
-  if (res.status === 204) return null;
-  let data = null;
-  try {
-    data = await res.json();
-  } catch (e) {
-    data = { error: res.statusText };
-  }
-  if (!res.ok) throw new Error(`${res.status}: ${data.error || res.statusText}`);
-  return data;
-}
 
 function showJobError(message) {
   const node = $("job-error");
@@ -53,7 +40,7 @@ async function loadJobConfigs() {
 
 async function loadJobs() {
   try {
-    const data = await apiCall("/v1/jobs");
+    const data = await request("/v1/jobs");
     const rows = data.jobs.map((j) => el("tr", { class: "job-row" + (jobs.current === j.id ? " selected" : ""), "data-job": j.id, onclick: () => openJob(j.id) },
       el("td", {}, el("span", { text: j.name }), el("br"), el("small", { text: j.id })),
       el("td", { text: j.config }),
@@ -78,7 +65,7 @@ async function onSubmitJob(ev) {
   if ($("job-k").value) form.append("k", $("job-k").value);
   $("job-submit").disabled = true;
   try {
-    const job = await apiCall("/v1/jobs", { method: "POST", body: form });
+    const job = await request("/v1/jobs", { method: "POST", body: form });
     $("job-form").reset();
     await loadJobs();
     await openJob(job.id);
@@ -159,7 +146,7 @@ async function openJob(id) {
   jobs.page = 1;
   for (const r of document.querySelectorAll("tr.job-row")) r.classList.toggle("selected", r.dataset.job === id);
   try {
-    const job = await apiCall(`/v1/jobs/${encodeURIComponent(id)}`);
+    const job = await request(`/v1/jobs/${encodeURIComponent(id)}`);
     renderJob(job);
     await loadResults();
     if (["queued", "running"].includes(job.state)) followJob(id);
@@ -219,7 +206,7 @@ async function loadResults() {
     if ($(node) && $(node).value) params.set(key, $(node).value);
   }
   try {
-    const data = await apiCall(`/v1/jobs/${encodeURIComponent(id)}/results?${params}`);
+    const data = await request(`/v1/jobs/${encodeURIComponent(id)}/results?${params}`);
     if (jobs.current !== id || ask !== jobs.asked) return;
     jobs.pages = data.pages;
     jobs.pageSize = data.page_size;
@@ -237,7 +224,7 @@ async function loadResults() {
 
 async function cancelJob(id) {
   try {
-    renderJob(await apiCall(`/v1/jobs/${encodeURIComponent(id)}/cancel`, { method: "POST" }));
+    renderJob(await request(`/v1/jobs/${encodeURIComponent(id)}/cancel`, { method: "POST" }));
     loadJobs();
   } catch (e) {
     showJobError(e.message);
@@ -246,7 +233,7 @@ async function cancelJob(id) {
 
 async function resumeJob(id) {
   try {
-    renderJob(await apiCall(`/v1/jobs/${encodeURIComponent(id)}/resume`, { method: "POST" }));
+    renderJob(await request(`/v1/jobs/${encodeURIComponent(id)}/resume`, { method: "POST" }));
     loadJobs();
     followJob(id);
   } catch (e) {
@@ -256,7 +243,7 @@ async function resumeJob(id) {
 
 async function deleteJob(id) {
   try {
-    await apiCall(`/v1/jobs/${encodeURIComponent(id)}`, { method: "DELETE" });
+    await request(`/v1/jobs/${encodeURIComponent(id)}`, { method: "DELETE" });
     jobs.current = null;
     $("job-detail").replaceChildren();
     delete $("job-detail").dataset.job;
