@@ -32,7 +32,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from garag.artifacts import settings_hash, write_json_atomic, write_text_atomic
 from garag.config import Config, validate_config
@@ -45,7 +45,6 @@ if TYPE_CHECKING:
     from pipeline.verification import VerificationPipeline
 
     from .jobs import JobStore
-    from .service import Service
 
 logger = logging.getLogger(__name__)
 
@@ -150,7 +149,7 @@ class CorpusUpdate:
 class CorpusManager:
     """The edits of the served corpora and the updates that apply them (see module docstring)."""
 
-    def __init__(self, service: Service) -> None:
+    def __init__(self, service: Any) -> None:  # app.serve.service.Service (it imports this module)
         self.service = service
         # the configs as loaded, before any edit (each update starts from these)
         self.originals = {n: validate_config(s.config.to_dict()) for n, s in service.served.items()}
@@ -401,8 +400,8 @@ class CorpusManager:
             u = self.updates[update_id]
             with self._lock:
                 u.status, u.started, u.phase = "running", now(), "starting"
+                self._job_state(u)
                 self._save_update(u)
-            self._job_state(u)
 
             def progress(phase: str, fraction: float, u: CorpusUpdate = u) -> None:
                 with self._lock:
@@ -420,13 +419,13 @@ class CorpusManager:
                     self._save_edits()
                     u.status, u.phase, u.finished = "failed", "failed", now()
                     u.error = f"{type(e).__name__}: {' '.join(str(e).split())}"
+                    self._job_state(u)  # the job row first: a reader seeing the update ended sees it too
                     self._save_update(u)
-                self._job_state(u)
                 continue
             with self._lock:
                 u.status, u.phase, u.progress, u.finished, u.result = "done", "done", 1.0, now(), result
+                self._job_state(u)
                 self._save_update(u)
-            self._job_state(u)
 
     # -- the jobs list ------------------------------------------------------------------------------
 
