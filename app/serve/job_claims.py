@@ -99,25 +99,47 @@ def run_claims(
     source = job.params.get("filename") or f"job {job.id}"
     to_label = scoring_dataset(job.params.get("labels"), served.pipe.dataset, [], source).verdict_to_label
     todo = store.pending(job.id)
-    for start in range(0, len(todo), chunk):
-        ctx.check()
-        part = [(idx, item_claim(item)) for idx, item in todo[start : start + chunk]]
-        began = time.perf_counter()
-        future = _submit(ctx, [c for _, c in part], job.params.get("k"))
-        cancelled = _wait(ctx, future)
-        if future.cancelled():
-            raise JobCancelled
+    k = job.params.get("k")
+    parts = iter([todo[i : i + chunk] for i in range(0, len(todo), chunk)])
+
+    def submit(part: list[tuple[int, dict]]) -> tuple[list[tuple[int, Claim]], float, cf.Future]:
+        claims = [(idx, item_claim(item)) for idx, item in part]
+        return claims, time.perf_counter(), _submit(ctx, [c for _, c in claims], k)
+
+    def write(claims: list[tuple[int, Claim]], began: float, future: cf.Future) -> None:
         records = future.result()  # the pipeline's error fails the job
         results = []
-        for (idx, claim), record in zip(part, records, strict=True):
+        for (idx, claim), record in zip(claims, records, strict=True):
             record["dataset_label"] = to_label.get(record["predicted_label"], record["predicted_label"])
             correct = None if claim.label is None else record["dataset_label"] == claim.label
             results.append(Result(idx, record["predicted_label"], claim.label, correct, record))
         store.add_results(job.id, results, time.perf_counter() - began)
         if on_done is not None:
             on_done(job.config, len(results))
-        if cancelled:
+
+    # one batch queued ahead of the one awaited: the pipeline never waits for this thread's writes
+    first = next(parts, None)
+    current = submit(first) if first is not None else None
+    while current is not None:
+        ahead = None
+        try:
+            ctx.check()
+            part = next(parts, None)
+            ahead = submit(part) if part is not None else None
+            cancelled = _wait(ctx, current[2])
+        except BaseException:
+            if ahead is not None:
+                ahead[2].cancel()  # not started: dropped; the job resumes from it
+            raise
+        if cancelled and ahead is not None and not ahead[2].cancel():
+            cf.wait([ahead[2]])  # it had started: its results are kept too
+            write(*ahead)
+            ahead = None
+        if not current[2].cancelled():
+            write(*current)
+        if cancelled or current[2].cancelled():
             raise JobCancelled
+        current = ahead
     ctx.check()
     return job_metrics(ctx) if job.params.get("labels") else None
 
