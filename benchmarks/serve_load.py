@@ -334,10 +334,15 @@ def main(argv: list[str] | None = None) -> int:
         "goals": goals,
         "command": "python benchmarks/serve_load.py " + " ".join(argv if argv is not None else sys.argv[1:]),
     }
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "serve_load.json").write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
-    (args.out / "serve_load.md").write_text(markdown(result), encoding="utf-8")
-    print((args.out / "serve_load.md").read_text(encoding="utf-8"))
+    return write_result(args.out, "serve_load", result, markdown(result))
+
+
+def write_result(out: Path, stem: str, result: dict, text: str) -> int:
+    """``<out>/<stem>.json`` and ``.md``; the markdown printed."""
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"{stem}.json").write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    (out / f"{stem}.md").write_text(text, encoding="utf-8")
+    print(text)
     return 0
 
 
@@ -363,11 +368,7 @@ def write_flood(
         "goals": flood_goals(flooded),
         "command": "python benchmarks/serve_load.py " + " ".join(argv if argv is not None else sys.argv[1:]),
     }
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "serve_flood.json").write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
-    (args.out / "serve_flood.md").write_text(flood_markdown(result), encoding="utf-8")
-    print((args.out / "serve_flood.md").read_text(encoding="utf-8"))
-    return 0
+    return write_result(args.out, "serve_flood", result, flood_markdown(result))
 
 
 def markdown(r: dict) -> str:

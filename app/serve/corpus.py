@@ -53,6 +53,12 @@ LISTED_IDS = 20
 Progress = Callable[[str, float], None]
 
 
+def index_version_of(pipe: VerificationPipeline) -> str:
+    """The version of the corpus and indexes a pipeline answers from: the first 16 hex digits of its
+    corpus fingerprint (edits applied)."""
+    return pipe.retrieval.fingerprint[:16]
+
+
 class CorpusError(ValueError):
     """A corpus request that cannot be done; ``status``: 422 bad input, 404 unknown, 503 not ready."""
 
@@ -262,7 +268,7 @@ class CorpusManager:
                 base = self.bases[self.base_of[name]]
                 applied = sum(e.base == base.id and e.status == "applied" for e in self.edits)
                 configs.append({"name": name, "corpus_id": base.id, "corpus": base.corpus, "pages": pages,
-                                "sentences": sentences, "index_version": pipe.retrieval.fingerprint[:16],
+                                "sentences": sentences, "index_version": index_version_of(pipe),
                                 "edits_applied": applied})  # fmt: skip
             corpora = [
                 {
@@ -293,14 +299,14 @@ class CorpusManager:
         if not sentences and not pipe.store.has_page(page_id):
             raise CorpusError(
                 f"page {page_id!r} is not in the corpus of config {name!r} "
-                f"(index version {pipe.retrieval.fingerprint[:16]})",
+                f"(index version {index_version_of(pipe)})",
                 404,
             )
         lines = [{"line": s.id.line, "text": detokenize(s.text), "raw_text": s.text} for s in sentences]
         return {
             "page": page_id,
             "config": name,
-            "index_version": pipe.retrieval.fingerprint[:16],
+            "index_version": index_version_of(pipe),
             "sentences": lines,
         }
 
@@ -472,7 +478,7 @@ class CorpusManager:
         for name, pipe in built.items():
             pages, sentences = self.counts(pipe)
             out[name] = {
-                "index_version": pipe.retrieval.fingerprint[:16],
+                "index_version": index_version_of(pipe),
                 "pages": pages,
                 "sentences": sentences,
             }

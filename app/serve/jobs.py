@@ -113,23 +113,13 @@ class Result:
 
 
 def _job(row: sqlite3.Row) -> Job:
-    return Job(
-        id=row["id"],
-        kind=row["kind"],
-        config=row["config"],
-        state=row["state"],
-        total=row["total"],
-        done=row["done"],
-        params=json.loads(row["params"]),
-        index_versions=json.loads(row["index_versions"]),
-        created=row["created"],
-        started=row["started"],
-        finished=row["finished"],
-        busy_seconds=row["busy_seconds"],
-        starts=row["starts"],
-        error=row["error"],
-        metrics=json.loads(row["metrics"]) if row["metrics"] else None,
-    )
+    """A jobs row as a Job (the columns are its fields; the JSON ones decoded)."""
+    fields = dict(zip(row.keys(), row, strict=True))
+    return Job(**fields | {
+        "params": json.loads(fields["params"]),
+        "index_versions": json.loads(fields["index_versions"]),
+        "metrics": json.loads(fields["metrics"]) if fields["metrics"] else None,
+    })  # fmt: skip
 
 
 class JobStore:

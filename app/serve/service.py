@@ -30,7 +30,7 @@ from pipeline.graph_reasoning import fact_graph_view
 from pipeline.verification import ClaimResult, VerificationPipeline
 
 from .batcher import MicroBatcher
-from .corpus import CorpusManager
+from .corpus import CorpusManager, index_version_of
 
 logger = logging.getLogger(__name__)
 
@@ -293,7 +293,7 @@ class Service:
             "graph": graph,
             "graal_paths": paths,
             "timings": {k: round(x, 6) for k, x in seconds.items()},
-            "index_version": pipe.retrieval.fingerprint[:16],
+            "index_version": index_version_of(pipe),
         }
 
     # -- corpus -----------------------------------------------------------------------------------
@@ -302,7 +302,7 @@ class Service:
         """The version of the corpus and indexes config ``name`` answers from: the first 16 hex digits
         of its corpus fingerprint (edits applied); "" before it is loaded."""
         s = self.served[name]
-        return s.pipe.retrieval.fingerprint[:16] if s.pipe is not None else ""
+        return index_version_of(s.pipe) if s.pipe is not None else ""
 
     def swap(self, pipes: dict[str, VerificationPipeline]) -> None:
         """Serve built pipelines in place of the loaded ones (a corpus update): a batch reads its
