@@ -70,7 +70,10 @@ def _check_common(obj: dict, path: Path, lineno: int, labels: tuple[str, ...]) -
 
 def _fever_evidence(obj: dict, path: Path, lineno: int) -> tuple[tuple[SentenceId, ...], ...]:
     sets = []
-    for group in obj.get("evidence") or []:
+    evidence = obj.get("evidence") or []
+    if not isinstance(evidence, list):
+        raise InputError(str(path), lineno, f"claim {obj['id']!r}: evidence is not a list of evidence sets")
+    for group in evidence:
         if not isinstance(group, list):
             raise InputError(str(path), lineno, f"claim {obj['id']!r}: evidence set is not a list")
         items = []

@@ -48,6 +48,13 @@ def test_blind_test_file_has_no_label(tmp_path: Path):
     assert claim.label is None and claim.evidence == ()
 
 
+def test_evidence_that_is_not_a_list_is_named(tmp_path: Path):
+    # found by tests/garag/test_readers_fuzz.py: `"evidence": true` raised a TypeError
+    f = _write(tmp_path / "dev.jsonl", [{"id": 1, "claim": "x", "label": "SUPPORTS", "evidence": True}])
+    with pytest.raises(InputError, match=r"dev\.jsonl:1: claim 1: evidence is not a list of evidence sets"):
+        list(read_fever_claims(f))
+
+
 def test_bad_evidence_pointer(tmp_path: Path):
     f = _write(
         tmp_path / "dev.jsonl", [{"id": 1, "claim": "x", "label": "SUPPORTS", "evidence": [[["P", 0]]]}]
