@@ -55,7 +55,8 @@ class Section(BaseModel):
     )
     section: ClassVar[str] = ""
     # Keys added after artifacts and runs were hashed: left out of :meth:`hash_dump` while at
-    # this default, so that what was built before they existed keeps its hash.
+    # the value they had before they existed (their first default; a later default may differ and
+    # is then hashed), so that what was built before they existed keeps its hash.
     HASH_OPTIONAL: ClassVar[dict[str, Any]] = {}
     # Keys that change how something is built, never what: always left out of :meth:`hash_dump`.
     NOT_HASHED: ClassVar[frozenset[str]] = frozenset()

@@ -178,15 +178,19 @@ class GraalConfig(Section):
             of the claim entities (most claim entities adjacent first), so that a bridge page is
             found even when the claim names only one entity (0 = GRAAL as published; 10 lifts
             HoVer fused recall@20 from 0.627 to 0.791 with ``fusion.weights.graal: 3``).
-        parse: "full" (spaCy's tagger, dependency parser and NER: noun chunks, entity types and
-            dependency frames) or "tagger" (the tagger alone, ~3x faster: spans from part-of-speech
-            runs, frames from predicates between clause boundaries, no entity types).
-        disambiguation: "minilm" (cosine of MiniLM vectors of the mention's context and of each
-            candidate page's first sentence) or "words" (the same cosine over hashed bags of words:
-            no encoder in the build).
+        parse: "tagger" (the default, as in configs/graph.yaml: spaCy's tagger alone, ~3x faster:
+            spans from part-of-speech runs, frames from predicates between clause boundaries, no
+            entity types) or "full" (tagger, dependency parser and NER: noun chunks, entity types
+            and dependency frames).
+        disambiguation: "words" (the default, as in configs/graph.yaml: cosine of hashed bags of
+            words of the mention's context and of each candidate page's first sentence: no encoder
+            in the build) or "minilm" (the same cosine over MiniLM vectors).
     """
 
     section: ClassVar[str] = "graal"
+    # "full" and "minilm" were the defaults before these keys existed: left out of the hash at
+    # those values (what was built with them keeps its hash), hashed at any other, the defaults
+    # included, so nothing built with the old defaults is taken for a build with the new ones.
     HASH_OPTIONAL: ClassVar[dict[str, object]] = {"parse": "full", "disambiguation": "minilm"}
     mode: Literal["graal", "entity", "mention", "entity+mention"] = "graal"
     frames: Literal["clause", "sentence"] = "clause"
@@ -206,5 +210,5 @@ class GraalConfig(Section):
     idf_weight: Float = Field(0.05, ge=0)
     max_candidates: Int = Field(0, ge=0)
     neighbour_pages: Int = Field(10, ge=0)
-    parse: Literal["full", "tagger"] = "full"
-    disambiguation: Literal["minilm", "words"] = "minilm"
+    parse: Literal["full", "tagger"] = "tagger"
+    disambiguation: Literal["minilm", "words"] = "words"

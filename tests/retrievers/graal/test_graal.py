@@ -50,6 +50,8 @@ def embed(cache_dir: Path):  # noqa: ANN201
 def _retriever(store: SentenceStore, cache_dir: Path, parser: SpacyParser, **overrides) -> GraalRetriever:
     ctx = IndexContext(store, cache_dir, corpus_fingerprint(CORPUS), progress=False)
     overrides.setdefault("neighbour_pages", 0)  # GRAAL as published unless a test asks otherwise
+    overrides.setdefault("parse", "full")  # the full parse (entity types); tagger: test_tagger_parse.py
+    overrides.setdefault("disambiguation", "minilm")
     r = GraalRetriever(GraalConfig(**overrides), DenseConfig(device="cpu"), ctx)
     r.parser = parser  # share the loaded spaCy model between tests
     r.build()

@@ -122,9 +122,10 @@ def test_fast_graph_finds_the_bridge_and_disambiguates_by_words(store, tagger, t
     ]
 
 
-def test_default_settings_keep_the_artifact_hash_of_graphs_built_before(store, tmp_path):
+def test_the_first_defaults_keep_the_artifact_hash_of_graphs_built_before(store, tmp_path):
     ctx = IndexContext(store, tmp_path, corpus_fingerprint(CORPUS), progress=False)
-    settings = GraalRetriever(GraalConfig(), DenseConfig(device="cpu"), ctx).settings()
+    first = GraalConfig(parse="full", disambiguation="minilm")  # the defaults before tagger/words
+    settings = GraalRetriever(first, DenseConfig(device="cpu"), ctx).settings()
     assert "parse" not in settings and "disambiguation" not in settings
 
 
