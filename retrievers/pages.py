@@ -9,7 +9,10 @@ sentence overlap orders them within and across pages.
 
 Artifacts: a ``pages`` directory holding the title table (SQLite, normalised
 title key -> page) and the page-level BM25 index; the sentence-level index is
-the shared ``bm25`` artifact of ``BM25Index.over_sentences``.
+the shared ``bm25`` artifact of ``BM25Index.over_sentences``.  The page index is
+built in shards through disk as the sentence index is (``BM25Index.build_saved``),
+so its build's memory is bounded by a shard, not by the corpus; the files are
+those of a one-shot build.
 """
 
 from __future__ import annotations
@@ -17,7 +20,8 @@ from __future__ import annotations
 import re
 import sqlite3
 import unicodedata
-from collections.abc import Iterator
+from array import array
+from collections.abc import Iterator, MutableSequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -171,7 +175,7 @@ class TitleTable:
 # -- the retriever ---------------------------------------------------------------------------------
 
 
-def _page_texts(store: SentenceStore, page_idx: list[int], first: int = 0) -> Iterator[str]:
+def _page_texts(store: SentenceStore, page_idx: MutableSequence[int], first: int = 0) -> Iterator[str]:
     """Title plus all sentences of each page with sentences (from page number ``first`` on);
     records each page's number."""
     for idx, page, texts in store.iter_pages_text(first):
@@ -231,6 +235,12 @@ class PageRetriever:
         settings = {"format": _FORMAT, "index": BM25Index.settings(bm25)}
         parent = None if force else self.ctx.parent_artifact("pages", settings)
 
+        # Built in shards through disk as the sentence index is (BM25Index.build_saved), a shard
+        # holding about bm25.shard_docs sentences' worth of pages: memory bounded whatever the corpus.
+        shard_pages = max(1, bm25.shard_docs * store.n_pages // max(len(store), 1))
+        page_bm25 = bm25.replace(shard_docs=shard_pages)
+        engine = self.ctx.engine
+
         def build(tmp: Path) -> dict:
             n_keys = build_title_table(store.page_names(), tmp / _TITLES_DB)
             index, info = None, {}
@@ -238,19 +248,20 @@ class PageRetriever:
                 assert self.ctx.delta is not None
                 new_idx = self.ctx.delta.page_map[np.load(parent / _PAGE_ROWS)]
                 kept = new_idx >= 0
-                page_idx = new_idx[kept].tolist()
+                page_idx = array("q", new_idx[kept].tolist())
                 texts = _page_texts(store, page_idx, self.ctx.delta.kept_pages)
-                index = BM25Index.derive(
-                    parent / _PAGE_INDEX, compact_map(kept), texts, bm25, self.ctx.progress
-                )
+                index = BM25Index.derive_saved(
+                    tmp / _PAGE_INDEX, parent / _PAGE_INDEX, compact_map(kept), texts, page_bm25,
+                    self.ctx.progress, None, engine,
+                )  # fmt: skip
                 info = {"derived_from": parent.name} if index is not None else {}
             if index is None:
-                page_idx = []
-                index = BM25Index.build(
-                    _page_texts(store, page_idx), bm25, progress=self.ctx.progress, total=store.n_pages
-                )
-            index.save(tmp / _PAGE_INDEX)
-            np.save(tmp / _PAGE_ROWS, np.asarray(page_idx, dtype=np.int64))
+                page_idx = array("q")
+                index = BM25Index.build_saved(
+                    tmp / _PAGE_INDEX, _page_texts(store, page_idx), page_bm25, self.ctx.progress,
+                    store.n_pages, engine,
+                )  # fmt: skip
+            np.save(tmp / _PAGE_ROWS, np.frombuffer(page_idx, dtype=np.int64))
             return {"title_keys": n_keys, "pages_with_text": len(page_idx), **info}
 
         path = build_artifact(self.ctx.cache_dir, "pages", settings, self.ctx.fingerprint, build, force=force)
