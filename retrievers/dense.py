@@ -2,15 +2,15 @@
 
 Vectors are L2-normalised, so every score is a cosine similarity.  FAISS ids
 are the sentence store's row ids.  The artifact directory holds the index
-(``index.faiss``), the vectors themselves (``vectors.npy``, memory-mapped for
-:meth:`FaissDenseRetriever.vectors`) and ``meta.json``.
+(``index.faiss``), the vectors themselves (``vectors.npy``, whose rows
+:meth:`FaissDenseRetriever.vectors` reads from the file, a few at a time) and ``meta.json``.
+How the index kind is chosen and built in bounded memory: retrievers/dense_index.py.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
-import math
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,7 +24,18 @@ from garag.lru import LRU
 from garag.text import detokenize, page_to_title
 from garag.types import Hit
 from retrievers.base import IndexContext
+from retrievers.dense_index import (
+    ADD_CHUNK,
+    VectorFile,
+    VectorWriter,
+    build_index,
+    choose_index,
+    index_settings,
+    ivf_nlist,
+)
 from retrievers.embeddings import EmbeddingCache, SentenceEncoder
+
+__all__ = ["FaissDenseRetriever", "choose_index", "ivf_nlist", "sentence_text"]
 
 logger = logging.getLogger(__name__)
 
@@ -32,11 +43,6 @@ INDEX_FILE = "index.faiss"
 VECTORS_FILE = "vectors.npy"
 _CHUNK = 16_384
 _PER_ENCODER = 2_048  # sentences per Ray encoder actor in one chunk (a chunk waits for its slowest)
-_ADD_CHUNK = 65_536
-_IVF_TRAIN_PER_LIST = 256
-_IVF_TRAIN_MIN = 200_000
-_SEED = 1234
-_PQ_CODES = 256  # centroids per 8-bit sub-quantizer
 _QUERY_LRU = 4096
 
 
@@ -44,25 +50,6 @@ def sentence_text(page: str, text: str, title_prefix: bool) -> str:
     """The text embedded for one sentence: ``"Title: sentence"`` with PTB tokens undone."""
     sentence = detokenize(text)
     return f"{page_to_title(page)}: {sentence}" if title_prefix else sentence
-
-
-def choose_index(config: DenseConfig, n: int) -> str:
-    """The FAISS index kind for ``n`` vectors: "flat", "ivf", "ivf_pq" or "hnsw"."""
-    if config.index != "auto":
-        return config.index
-    return "flat" if n <= config.flat_max else config.large_index
-
-
-def ivf_nlist(config: DenseConfig, n: int) -> int:
-    """IVF cell count: ``dense.ivf_nlist``, or ``4*sqrt(n)`` when it is 0.
-
-    Raises:
-        ValueError: more cells than vectors.
-    """
-    nlist = config.ivf_nlist or max(1, int(round(4 * math.sqrt(n))))
-    if nlist > n:
-        raise ValueError(f"dense.ivf_nlist: {nlist} IVF cells for only {n} vectors (need nlist <= N)")
-    return nlist
 
 
 def _faiss() -> Any:
@@ -103,7 +90,7 @@ class FaissDenseRetriever:
         self.path: Path | None = None
         self.meta: dict | None = None
         self._index: Any = None
-        self._vectors: np.ndarray | None = None
+        self._vectors: VectorFile | None = None
         self._gpu_res: Any = None
         self._query_lru: LRU[str, np.ndarray] = LRU(_QUERY_LRU)
 
@@ -112,20 +99,14 @@ class FaissDenseRetriever:
         """Everything that changes the artifact (search-time knobs excluded), for ``n`` sentences
         (default: the store's)."""
         n = len(self.ctx.store) if n is None else n
-        kind = choose_index(self.config, n)
-        settings: dict = {
+        # auto weighs each kind's memory, which needs the vectors' dimension (a model load)
+        kind = choose_index(self.config, n, self.encoder.dim if self.config.index == "auto" else 0)
+        return {
             "model_identity": self.encoder.identity,
             "title_prefix": self.config.title_prefix,
             "cache_dtype": self.cache.dtype.name,
-            "index": kind,
+            **index_settings(self.config, kind, n),
         }
-        if kind in ("ivf", "ivf_pq"):
-            settings["ivf_nlist"] = ivf_nlist(self.config, n)
-        if kind == "ivf_pq":
-            settings["pq_m"] = self.config.pq_m
-        elif kind == "hnsw":
-            settings["hnsw_m"] = self.config.hnsw_m
-        return settings
 
     def build(self, force: bool = False) -> Path:
         """Build (or reuse) the index and load it.
@@ -165,30 +146,33 @@ class FaissDenseRetriever:
 
     def _build_into(self, tmp: Path, parent: Path | None = None) -> dict:
         """Encode every sentence (or, with ``parent``, take the kept ones' vectors from the parent
-        artifact and encode only the new ones), then build the FAISS index from the vectors."""
+        artifact and encode only the new ones) into ``vectors.npy`` in row order, then build the
+        FAISS index from that file (retrievers/dense_index.py: bounded memory)."""
         faiss = _faiss()
         n = len(self.ctx.store)
         settings = self.settings()
         started = time.time()
         before = self.cache.texts_encoded
-        vectors: np.ndarray | None = None
-
-        def out(dim: int) -> np.ndarray:
-            return np.lib.format.open_memmap(tmp / VECTORS_FILE, mode="w+", dtype=np.float32, shape=(n, dim))
-
-        first_new = 0
-        if parent is not None:
-            assert self.ctx.delta is not None
-            old = np.load(parent / VECTORS_FILE, mmap_mode="r")
-            vectors = out(old.shape[1])
-            row_map = self.ctx.delta.row_map
-            for i in range(0, len(old), _ADD_CHUNK):
-                rows = row_map[i : i + _ADD_CHUNK]
-                kept = rows >= 0
-                vectors[rows[kept]] = old[i : i + _ADD_CHUNK][kept]
-            first_new = self.ctx.delta.kept_rows
-        engine = self.ctx.engine
         with contextlib.ExitStack() as stack:
+            writer: VectorWriter | None = None
+
+            def out(dim: int) -> VectorWriter:
+                return stack.enter_context(VectorWriter(tmp / VECTORS_FILE, n, dim))
+
+            first_new = 0
+            if parent is not None:
+                assert self.ctx.delta is not None
+                old = VectorFile(parent / VECTORS_FILE)
+                writer = out(old.shape[1])
+                row_map = self.ctx.delta.row_map
+                for i in range(0, old.shape[0], ADD_CHUNK):
+                    rows = row_map[i : i + ADD_CHUNK]
+                    kept = rows >= 0
+                    if not np.array_equal(rows[kept], np.arange(writer.written, writer.written + kept.sum())):
+                        raise ValueError(f"{parent}: kept rows must keep their order and come first")
+                    writer.write(old.read(i, min(old.shape[0], i + ADD_CHUNK))[kept])
+                first_new = self.ctx.delta.kept_rows
+            engine = self.ctx.engine
             pool, size = None, _CHUNK
             if engine is not None and hasattr(engine, "encoders"):  # Ray actors encode the chunks
                 enc = self.encoder
@@ -196,37 +180,22 @@ class FaissDenseRetriever:
                     engine.encoders(enc.model, enc.device, enc.batch_size, enc.identity)
                 )
                 size = max(_CHUNK, _PER_ENCODER * len(pool.actors))
-            for first, texts in self._iter_chunks(first_new, size):
+            for _, texts in self._iter_chunks(first_new, size):
                 vecs = self.cache.encode_cached(texts, pool)
-                if vectors is None:
-                    vectors = out(vecs.shape[1])
-                vectors[first : first + len(texts)] = vecs
-        if vectors is None:
-            raise ValueError(f"{self.ctx.store.db_path}: the sentence store is empty, nothing to index")
-        vectors.flush()
+                if writer is None:
+                    writer = out(vecs.shape[1])
+                writer.write(vecs)
+            if writer is None:
+                raise ValueError(f"{self.ctx.store.db_path}: the sentence store is empty, nothing to index")
         encode_seconds = time.time() - started
         encoded = self.cache.texts_encoded - before
-        dim = vectors.shape[1]
 
         started = time.time()
-        index = self._new_index(settings, dim)
-        if settings["index"] in ("ivf", "ivf_pq"):
-            rng = np.random.default_rng(_SEED)
-            nlist = settings["ivf_nlist"]
-            # Bounded sample: k-means needs ~40-256 points per cell, and the sample is held in RAM.
-            n_train = min(n, _IVF_TRAIN_PER_LIST * nlist, max(64 * nlist, _IVF_TRAIN_MIN))
-            if settings["index"] == "ivf_pq" and n_train < _PQ_CODES:
-                raise ValueError(
-                    f"dense.index: ivf_pq needs at least {_PQ_CODES} sentences to train its "
-                    f"quantizers, the store has {n}; use flat or ivf"
-                )
-            sample = np.sort(rng.choice(n, size=n_train, replace=False))
-            index.train(np.ascontiguousarray(vectors[sample]))
-        for i in range(0, n, _ADD_CHUNK):
-            index.add(np.ascontiguousarray(vectors[i : i + _ADD_CHUNK]))
+        vectors = VectorFile(tmp / VECTORS_FILE)
+        dim = vectors.shape[1]
+        index = build_index(vectors, settings)
         faiss.write_index(index, str(tmp / INDEX_FILE))
         index_seconds = time.time() - started
-        del vectors
         logger.info(
             "dense: %d sentences (%d newly encoded) in %.1fs, %s index in %.1fs",
             n,
@@ -247,26 +216,6 @@ class FaissDenseRetriever:
             "index_seconds": round(index_seconds, 3),
         }
 
-    def _new_index(self, settings: dict, dim: int) -> Any:
-        faiss = _faiss()
-        kind = settings["index"]
-        if kind == "flat":
-            return faiss.IndexFlatIP(dim)
-        if kind in ("ivf", "ivf_pq"):
-            quantizer = faiss.IndexFlatIP(dim)
-            if kind == "ivf":
-                index = faiss.IndexIVFFlat(quantizer, dim, settings["ivf_nlist"], faiss.METRIC_INNER_PRODUCT)
-            else:
-                m = settings["pq_m"]
-                if dim % m:
-                    raise ValueError(f"dense.pq_m: {dim}-d vectors do not split into {m} sub-vectors")
-                nlist = settings["ivf_nlist"]
-                index = faiss.IndexIVFPQ(quantizer, dim, nlist, m, 8, faiss.METRIC_INNER_PRODUCT)
-            # Unit vectors: spherical k-means keeps centroids on the sphere, so IP assignment means cosine.
-            index.cp.spherical = True
-            return index
-        return faiss.IndexHNSWFlat(dim, settings["hnsw_m"], faiss.METRIC_INNER_PRODUCT)
-
     # ------------------------------------------------------------------ load
     def load(self, path: str | Path) -> None:
         """Load a built artifact: the index (moved to a GPU if configured) and the vectors.
@@ -286,7 +235,7 @@ class FaissDenseRetriever:
         elif kind == "hnsw":
             index.hnsw.efSearch = self.config.hnsw_ef_search
         self._index = self._maybe_to_gpu(index, kind)
-        self._vectors = np.load(path / VECTORS_FILE, mmap_mode="r")
+        self._vectors = VectorFile(path / VECTORS_FILE)
         self.path, self.meta = path, meta
 
     def _maybe_to_gpu(self, index: Any, kind: str) -> Any:
@@ -358,11 +307,10 @@ class FaissDenseRetriever:
             return index.search(queries, k)
         _, rows = index.search(queries, min(k * self.config.pq_refine, index.ntotal))
         found = rows >= 0
-        exact = np.full(rows.shape, -np.inf, dtype=np.float32)
-        if found.any():
-            exact[found] = np.einsum(
-                "ij,ij->i", self.vectors(rows[found]), np.repeat(queries, found.sum(1), 0)
-            )
+        # one (queries, candidates, dim) block of stored vectors (row 0 stands in for a missing one)
+        stored = self.vectors(np.where(found, rows, 0).ravel()).reshape(*rows.shape, -1)
+        exact = np.where(found, np.einsum("qkd,qd->qk", stored, queries), -np.inf).astype(np.float32)
+        del stored
         order = np.argsort(-exact, axis=1, kind="stable")[:, :k]
         top = np.take_along_axis(exact, order, 1)
         return np.where(np.isfinite(top), top, 0.0), np.where(
@@ -403,4 +351,4 @@ class FaissDenseRetriever:
         if idx.size and (idx.min() < 0 or idx.max() >= n):
             bad = idx[(idx < 0) | (idx >= n)][:5].tolist()
             raise ValueError(f"{self.name}: row ids out of range 0..{n - 1}: {bad}")
-        return np.array(stored[idx], dtype=np.float32)
+        return stored.take(idx)

@@ -57,11 +57,19 @@ class DenseConfig(Section):
         model: "minilm" (the offline all-MiniLM-L6-v2 package), a hub id or a local path.
         batch_size: encoding batch size.
         device: "cpu", "cuda" or "auto".
-        index: "auto" (flat below ``flat_max``, else ``large_index``), "flat", "ivf", "ivf_pq"
-            or "hnsw".
+        index: "auto" (flat up to ``flat_max``, else ``large_index``, each only while it fits
+            ``index_memory_gb``; otherwise ivf_pq), "flat", "ivf", "ivf_pq" or "hnsw".
         flat_max: largest corpus indexed exactly with IndexFlatIP under "auto".
-        large_index: "ivf", "ivf_pq" or "hnsw", used above ``flat_max``.
-        ivf_nlist: IVF cells (ivf and ivf_pq); 0 = 4*sqrt(N).
+        large_index: "ivf", "ivf_pq" or "hnsw", used above ``flat_max`` under "auto" when it fits.
+        index_memory_gb: "auto" picks no index whose memory in its build or search (a model of
+            FAISS's layout fitted to measured peaks: retrievers/dense_index.py) exceeds this;
+            ivf_pq, the smallest, is the fallback.  3 GB keeps a process that builds or searches
+            the index with MiniLM loaded under 4 GB: with MiniLM's 384-d vectors flat up to
+            ``flat_max`` (3.6 GB at 2M), then ivf_pq (2.3 GB building, 1.6 GB searching at full
+            FEVER's 25M; hnsw: 78 and 42 GB); with 768-d vectors flat up to 983,040
+            (benchmarks/results/index_memory.md).
+        ivf_nlist: IVF cells (ivf and ivf_pq); 0 = 4*sqrt(N), at most 4,096 (the cells a
+            training sample of 262,144 vectors trains, 64 each).
         ivf_nprobe: IVF cells searched per query.
         pq_m: ivf_pq: bytes per vector (sub-quantizers of 8 bits); must divide the dimension.
         pq_refine: ivf_pq: ``k * pq_refine`` candidates are re-scored exactly from the stored
@@ -72,13 +80,14 @@ class DenseConfig(Section):
     """
 
     section: ClassVar[str] = "dense"
-    HASH_OPTIONAL: ClassVar[dict[str, object]] = {"pq_m": 48, "pq_refine": 4}
+    HASH_OPTIONAL: ClassVar[dict[str, object]] = {"pq_m": 48, "pq_refine": 4, "index_memory_gb": 3.0}
     model: Str = "minilm"
     batch_size: Int = Field(128, ge=1)
     device: Literal["auto", "cpu", "cuda", "mps"] = "auto"
     index: Literal["auto", "flat", "ivf", "ivf_pq", "hnsw"] = "auto"
     flat_max: Int = Field(2_000_000, ge=1)
     large_index: Literal["ivf", "ivf_pq", "hnsw"] = "hnsw"
+    index_memory_gb: Float = Field(3.0, gt=0)
     ivf_nlist: Int = Field(0, ge=0)
     ivf_nprobe: Int = Field(32, ge=1)
     pq_m: Int = Field(48, ge=1)

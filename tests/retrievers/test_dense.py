@@ -104,9 +104,9 @@ def test_ivf_and_hnsw_agree_with_flat(shared_ctx: IndexContext, encoder: Sentenc
 
 def test_auto_index_switches_above_flat_max(shared_ctx: IndexContext, encoder: SentenceEncoder):
     n = len(shared_ctx.store)
-    assert choose_index(DenseConfig(), n) == "flat"
-    assert choose_index(DenseConfig(flat_max=n - 1), n) == "hnsw"
-    assert choose_index(DenseConfig(flat_max=n - 1, large_index="ivf"), n) == "ivf"
+    assert choose_index(DenseConfig(), n, 384) == "flat"
+    assert choose_index(DenseConfig(flat_max=n - 1), n, 384) == "hnsw"
+    assert choose_index(DenseConfig(flat_max=n - 1, large_index="ivf"), n, 384) == "ivf"
     r = _retriever(shared_ctx, encoder, flat_max=n - 1, large_index="ivf", ivf_nprobe=1000)
     r.build()
     meta = r.meta or {}
