@@ -8,10 +8,11 @@ peak RSS (VmHWM) is that build's or search's alone:
 * dense: FAISS ``flat``, ``ivf_pq`` and ``hnsw`` indexes built by the retriever's own code
   (``retrievers.dense_index.build_index`` from a ``vectors.npy`` file, as ``garag index`` does) and
   searched by ``FaissDenseRetriever.search`` (IVF-PQ re-scores ``k x dense.pq_refine`` candidates read
-  from vectors.npy), at ``--sizes`` vectors; an IVF build's training and adding peaks apart.  Vectors are synthetic: normalised mixtures
-  of two real MiniLM vectors (the FEVER + HoVer embedded corpora's, read from the dense artifacts of
-  ``--cache-dir``, or encoded here when there are none), as benchmarks/scale.py makes them: the
-  right dimension, norm and spread, so the same memory as real vectors.  Queries: real FEVER claims
+  from vectors.npy), at ``--sizes`` vectors; an IVF build's training and adding peaks apart.
+  Vectors are synthetic: normalised mixtures of two real MiniLM vectors (the FEVER + HoVer embedded
+  corpora's, read from the dense artifacts of ``--cache-dir``, or encoded here when there are none),
+  as benchmarks/scale.py makes them: the right dimension, norm and spread, so the same memory as
+  real vectors.  Queries: real FEVER claims
   encoded with MiniLM; recall@k against exact search over the same vectors.  A further child loads
   MiniLM and encodes, for the rest of a dense process's memory.
 * pages: the ``pages`` stage (``PageRetriever.build``: title table and page-level BM25) over the
