@@ -14,6 +14,8 @@ No config was dropped in the sense of becoming unreachable; four lost their file
 Issue 52 then removed ``verifier.two_way_threshold`` and ``verifier.entity_check`` (the decision model
 decides instead) and added ``verifier.decision``: every other resolved value still equals its snapshot;
 the hashes changed with those keys, on purpose (run hashes also carry the decision model's version).
+Issue 54 made the fast graph build the code default (``graal.parse: tagger``, ``graal.disambiguation:
+words``; no config set the former defaults, ``full`` and ``minilm``) and added ``dense.index_memory_gb``.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from garag.config.models import REMOVED_VERIFIER_KEYS
 ROOT = Path(__file__).resolve().parents[2]
 SNAPSHOTS = ROOT / "tests" / "fixtures" / "resolved_configs"
 B, G = "configs/baseline.yaml", "configs/graph.yaml"
+FORMER_GRAAL_DEFAULTS = {"parse": ("full", "tagger"), "disambiguation": ("minilm", "words")}  # was, is
 PROGRAMS = ["reasoning.programs=rule", "reasoning.combine=union"]
 LLM_PROGRAMS = ["reasoning.programs=llm", "reasoning.combine=union", "reasoning.answer_from=entity"]
 # old file stem -> (config spec, the --set values that system gets; in the Makefile NAME:key=value)
@@ -209,8 +212,12 @@ def test_each_former_config_resolves_to_its_snapshot(name: str, monkeypatch) -> 
     expected = snapshot["config"]
     for key in REMOVED_VERIFIER_KEYS:
         expected["verifier"].pop(key)
+    for key, (was, now) in FORMER_GRAAL_DEFAULTS.items():
+        if expected["graal"][key] == was:
+            expected["graal"][key] = now
     resolved = config.to_dict()
     decision = resolved["verifier"].pop("decision")
+    assert resolved["dense"].pop("index_memory_gb") == 3.0
     assert resolved == expected
     assert decision == ("verifier" if "llm.yaml" in (spec or "") else "auto")
     if spec is not None and name not in ("graph-joint-llm", "graph-joint-llm-mpnet"):
