@@ -236,16 +236,20 @@ class VectorFile:
         ordered = rows[order]
         if ordered[0] < 0 or ordered[-1] >= self.shape[0]:
             raise ValueError(f"{self.path}: row ids out of range 0..{self.shape[0] - 1}")
-        # runs of rows r, r+1, ... (a repeat continues a run: its row is read once)
-        starts = np.flatnonzero(np.diff(ordered, prepend=ordered[0] - 2) > 1)
+        # runs of rows r, r+1, ... (a repeat continues a run: its row is read once), at most
+        # ADD_CHUNK rows each: each is read straight into one buffer, then placed
+        breaks = np.diff(ordered, prepend=ordered[0] - 2) > 1
+        breaks |= (ordered - ordered[0]) // ADD_CHUNK != np.roll((ordered - ordered[0]) // ADD_CHUNK, 1)
+        starts = np.flatnonzero(breaks)
         ends = np.append(starts[1:], len(ordered))
         fd = os.open(self.path, os.O_RDONLY)
         try:
             for a, b in zip(starts.tolist(), ends.tolist(), strict=True):
                 first, last = int(ordered[a]), int(ordered[b - 1])
-                block = os.pread(fd, (last - first + 1) * self._row, self._offset + first * self._row)
-                vecs = np.frombuffer(block, "<f4").reshape(last - first + 1, self.shape[1])
-                out[order[a:b]] = vecs[ordered[a:b] - first]
+                block = np.empty((last - first + 1, self.shape[1]), dtype="<f4")
+                if os.preadv(fd, [block], self._offset + first * self._row) != block.nbytes:
+                    raise ValueError(f"{self.path}: rows {first}..{last} are past the end of the file")
+                out[order[a:b]] = block[ordered[a:b] - first]
         finally:
             os.close(fd)
         return out

@@ -168,11 +168,15 @@ def test_graph_build_defaults_are_the_fast_ones_the_configs_use():
     assert "parse" not in old and "disambiguation" not in old and old != config.hash_dump()
 
 
-def test_take_reads_runs_of_rows_once(tmp_path: Path):
+def test_take_reads_runs_of_rows_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     x = _vectors(tmp_path / "v.npy", 500, 8)
     f = VectorFile(tmp_path / "v.npy")
     rows = np.array([7, 3, 4, 5, 499, 4, 0, 250, 251])  # runs 3-5, 250-251; a repeat; both ends
     np.testing.assert_array_equal(f.take(rows), x[rows])
+    monkeypatch.setattr("retrievers.dense_index.ADD_CHUNK", 64)  # long runs read in pieces
+    every = np.arange(500)[::-1]
+    np.testing.assert_array_equal(f.take(every), x[every])
+    np.testing.assert_array_equal(f.take(np.r_[every, 10, 300]), x[np.r_[every, 10, 300]])
     assert f.take(np.array([], dtype=np.int64)).shape == (0, 8)
     with pytest.raises(ValueError, match="out of range"):
         f.take(np.array([0, 500]))
