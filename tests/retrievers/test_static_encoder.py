@@ -65,6 +65,16 @@ def test_encoding_is_deterministic_and_the_stored_model_gives_the_same_vectors(m
     assert np.array_equal(first, again.encode(TEXTS))
 
 
+def test_an_encoder_worker_uses_the_drivers_static_model_and_refuses_another(m2v: SentenceEncoder):
+    from retrievers.embeddings import EncoderWorker
+
+    # what `garag index --engine ray` hands its encoder actors: the resolved model and its identity
+    worker = EncoderWorker(m2v.model, "cpu", 128, m2v.identity)
+    assert np.array_equal(worker.encode(TEXTS), m2v.encode(TEXTS))
+    with pytest.raises(ValueError, match="identity"):
+        EncoderWorker("wordllama", "cpu", 128, m2v.identity).encode(TEXTS)
+
+
 def test_pca_sif_is_a_pure_deterministic_projection():
     rng = np.random.default_rng(0)
     x = rng.normal(size=(500, 32)).astype(np.float32)
