@@ -77,8 +77,8 @@ def cmd_index(args: argparse.Namespace, config: Config) -> int:
         from retrievers.graal.ray_engine import RayEngine
 
         engine = RayEngine(args.ray_workers, args.ray_address)
-    elif args.ray_address:
-        raise ValueError("--ray-address needs --engine ray")
+    elif args.ray_address or args.ray_workers:
+        raise ValueError(f"{'--ray-address' if args.ray_address else '--ray-workers'} needs --engine ray")
     try:
         pipe = RetrievalPipeline(config, progress=not args.no_progress, engine=engine)
         artifacts = pipe.build(force=args.force)
