@@ -143,7 +143,7 @@ class RayPool:
         self._tasks: dict[int, tuple[str, tuple]] = {}  # tag -> (method, args) until taken
         self._where: dict[int, str] = {}  # tag -> the actor it was sent to, until it is done
         self._refs: dict[str, int] = {}  # a result's object id -> its tag
-        self._tries: Counter[int] = Counter()
+        self._losses: Counter[int] = Counter()  # times a task's actor was lost under it
         self._done: dict[int, Any] = {}
 
     # -- the pool interface ------------------------------------------------------------------------
@@ -183,7 +183,6 @@ class RayPool:
         return _Result(self, tag)
 
     def _send(self, tag: int) -> None:
-        self._tries[tag] += 1
         self.pool.submit(self._start, tag)
 
     def _start(self, actor: Any, tag: int) -> Any:
@@ -238,15 +237,24 @@ class RayPool:
             timeout = 0
 
     def _resend(self, tags: list[int], actor_id: str | None) -> None:
-        if actor_id is not None and actor_id not in self.lost:
+        """Send ``tags`` again: their actor ``actor_id`` is dead (or their value was lost).  An
+        actor has ``SLOTS`` places in the pool, so a task sent again may land on a dead actor's
+        other place; that failure does not count against the task."""
+        new = actor_id is None or actor_id not in self.lost
+        if actor_id is not None and new:
             self.lost.append(actor_id)
             logger.warning("ray: a %s worker was lost; its tasks go to the others", self.name)
         for tag in tags:
             self._where.pop(tag, None)
             if tag not in self._tasks or tag in self._done:
                 continue
-            if self._tries[tag] > self.retries:
-                raise ValueError(f"ray: {self.name} task {tag} was lost {self._tries[tag]} times; giving up")
+            if new:
+                self._losses[tag] += 1
+                if self._losses[tag] > self.retries:
+                    raise ValueError(
+                        f"ray: {self.name} task {tag} was lost with its worker {self._losses[tag]} times; "
+                        "giving up"
+                    )
             self.resent += 1
             self._send(tag)
 

@@ -2,7 +2,8 @@
 a head with no CPU for actors, two worker nodes of one CPU each): the actors spread over both
 nodes and the graph is the one-process graph; an actor process that dies is restarted by Ray and
 its partition retried; a node lost mid-build leaves its partitions to the other node; a worker
-that cannot see the cache directory stops the build with one line; ``garag index --engine ray
+that cannot see the cache directory, or a task that kills every worker, stops the build with one
+line; ``garag index --engine ray
 --ray-address`` joins the cluster and writes the one-process artifact."""
 
 from __future__ import annotations
@@ -161,6 +162,24 @@ def test_a_worker_that_cannot_see_the_cache_directory_stops_with_one_line(cluste
     message = str(e.value)
     assert len(message.splitlines()) == 1
     assert f"cannot see {marker}" in message and "must be shared storage" in message, message
+
+
+class DiesEveryTime:
+    """A worker whose process dies on every task: fault injection."""
+
+    def build(self, out: str, sentences: list, chunk_size: int) -> dict:
+        os._exit(1)
+
+
+def test_a_task_that_kills_every_worker_stops_with_one_line(cluster):  # noqa: ANN001
+    """Ray restarts the actor and retries the task (once each here); then the pool has no actor
+    left for it."""
+    from retrievers.graal.ray_pool import RayPool
+
+    with RayPool("graph partition", DiesEveryTime, (), 1, retries=1) as pool:
+        with pytest.raises(ValueError) as e:
+            pool.build("unused", [], 2).get()
+    assert str(e.value) == "ray: every graph partition worker was lost (1 of 1), 1 tasks unfinished"
 
 
 def _config(root: Path, cache: Path) -> Path:
