@@ -12,6 +12,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -64,12 +65,13 @@ class _Builder(GraphBuilder):
         hook()
 
 
-def _build(path: Path, store: SentenceStore, engine=None, hook=None) -> GraphStore:  # noqa: ANN001
+def _build(path: Path, store: SentenceStore, engine=None, hook=None, size: int = 3) -> GraphStore:  # noqa: ANN001
+    """The graph of ``store`` in partitions of ``size`` sentences (whole pages)."""
     names = store.page_names()
     by_page = store.pages(names)
     graph = GraphStore(path)
     builder = _Builder(
-        graph, SpacyParser(), {"embed": word_vectors}, chunk_size=2, engine=engine, partition_sentences=3
+        graph, SpacyParser(), {"embed": word_vectors}, chunk_size=2, engine=engine, partition_sentences=size
     )
     if hook is not None:
         builder.after_first_merge = hook
@@ -126,16 +128,30 @@ def test_a_dead_actor_is_restarted_by_ray_and_its_partition_retried(cluster, loc
     _same(graph, local)
 
 
+class Slow(PartitionWorker):
+    """The real partition worker, 0.3 s slower a partition: both actors still have partitions
+    when the first is merged."""
+
+    def build(self, out: str, sentences: list, chunk_size: int) -> dict:
+        time.sleep(0.3)
+        return super().build(out, sentences, chunk_size)
+
+
 def test_a_node_lost_mid_build_leaves_its_partitions_to_the_other(cluster, local, store, tmp_path: Path):  # noqa: ANN001
     from retrievers.graal.ray_engine import RayEngine
 
     victim = next(iter(cluster.worker_nodes))
     try:
         with RayEngine() as engine:
-            graph = _build(tmp_path / "graph.db", store, engine, lambda: cluster.remove_node(victim))
+            engine.partition_worker = Slow
+            # a partition a page (10): whatever the lost actor was doing when its node went, it is
+            # sent some of the 6 partitions not yet sent then
+            remove = lambda: cluster.remove_node(victim)  # noqa: E731
+            graph = _build(tmp_path / "graph.db", store, engine, remove, size=1)
             pool = engine.pools[0]
         # the lost actor had no room to come back (1 CPU left for 2 actors): the pool dropped it
         # and sent its partitions to the actor on the other node
+        assert pool.submitted == 10
         assert len(pool.lost) == 1 and pool.resent >= 1
         assert ray.cluster_resources()["CPU"] == 1
         _same(graph, local)
