@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import importlib
 import logging
-import os
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -75,9 +74,6 @@ class PoolActor:
 
         value = getattr(self.worker, method)(*args)
         return tag, ray.get_runtime_context().get_node_id(), value
-
-    def pid(self) -> int:
-        return os.getpid()
 
 
 class _Result:
