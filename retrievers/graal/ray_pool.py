@@ -140,6 +140,7 @@ class RayPool:
         self._where: dict[int, str] = {}  # tag -> the actor it was sent to, until it is done
         self._refs: dict[str, int] = {}  # a result's object id -> its tag
         self._losses: Counter[int] = Counter()  # times a task's actor was lost under it
+        self._dead_places: Counter[int] = Counter()  # times a task went to an actor already lost
         self._done: dict[int, Any] = {}
 
     # -- the pool interface ------------------------------------------------------------------------
@@ -250,6 +251,13 @@ class RayPool:
                     raise ValueError(
                         f"ray: {self.name} task {tag} was lost with its worker {self._losses[tag]} times; "
                         "giving up"
+                    )
+            else:  # at most once per dead place, unless the ActorPool gives dead actors out again
+                self._dead_places[tag] += 1
+                if self._dead_places[tag] > SLOTS * len(self.actors):
+                    raise ValueError(
+                        f"ray: {self.name} task {tag} keeps going to lost workers (a Ray whose "
+                        "ActorPool reuses dead actors: garag's scale extra needs ray>=2.60)"
                     )
             self.resent += 1
             self._send(tag)
