@@ -36,6 +36,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import mmap
 import os
 import resource
 import shutil
@@ -80,36 +81,58 @@ def _embedding_cache(retriever, root: Path) -> Iterator[None]:  # noqa: ANN001 -
         retriever.cache = saved
 
 
-def synthetic_vectors(path: Path, n: int, dim: int = 384, seed: int = 0, chunk: int = 65_536):  # noqa: ANN201
-    """Random unit float32 vectors for ``n`` store rows, written to ``path`` (``.npy``) chunk by chunk
-    and memory-mapped (``IndexVectors``): for timing a corpus that has no dense index (the ranking
-    they give means nothing)."""
-    from retrievers.graal.vectors import IndexVectors
+def synthetic_vectors(  # noqa: ANN201
+    path: Path, n: int, dim: int = 384, dtype: str = "float32", seed: int = 0, chunk: int = 65_536
+):
+    """Random unit vectors for ``n`` store rows, written to ``path`` (``.npy``, float32 as the dense
+    index stores them, or float16: half the disk) chunk by chunk and memory-mapped (``IndexVectors``):
+    for timing a corpus that has no dense index (the ranking they give means nothing)."""
+    from retrievers.graal.vectors import open_vectors
 
     path = Path(path)
-    if not path.is_file() or np.load(path, mmap_mode="r").shape != (n, dim):
+    old = np.load(path, mmap_mode="r") if path.is_file() else None
+    if old is None or old.shape != (n, dim) or old.dtype != np.dtype(dtype):
+        del old
         rng = np.random.default_rng(seed)
-        out = np.lib.format.open_memmap(path, mode="w+", dtype=np.float32, shape=(n, dim))
+        out = np.lib.format.open_memmap(path, mode="w+", dtype=dtype, shape=(n, dim))
         for i in range(0, n, chunk):
             block = rng.standard_normal((min(chunk, n - i), dim), dtype=np.float32)
             out[i : i + len(block)] = block / np.linalg.norm(block, axis=1, keepdims=True)
         out.flush()
         del out
-    return IndexVectors(np.load(path, mmap_mode="r"), str(path))
+    return open_vectors(path)
 
 
-def cold_latency(retriever, claims: list[str], vectors, scratch: Path) -> dict:  # noqa: ANN001
+def _evict(vectors) -> None:  # noqa: ANN001 - IndexVectors
+    """Drop the vectors' file from the OS page cache: this process's mapping lets go of its pages,
+    then the kernel drops the file's pages that no process maps."""
+    mapped = getattr(vectors.matrix, "_mmap", None)  # np.memmap's mmap object
+    if mapped is not None:
+        mapped.madvise(mmap.MADV_DONTNEED)
+    fd = os.open(vectors.source, os.O_RDONLY)
+    try:
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    finally:
+        os.close(fd)
+
+
+def cold_latency(retriever, claims: list[str], vectors, scratch: Path, from_disk: bool = False) -> dict:  # noqa: ANN001
     """Cold GRAAL queries (module docstring) on the ``encoder`` and the ``vectors`` path.
 
     Args:
         retriever: a built ``GraalRetriever``; its own cache and vectors are restored afterwards.
         claims: the claims timed, each once per path.
-        vectors: ``IndexVectors`` by store row for the ``vectors`` path.
-        scratch: a directory for the two fresh embedding caches.
+        vectors: ``IndexVectors`` by store row for the ``vectors`` path (``source`` its ``.npy`` file
+            for ``from_disk``).
+        scratch: a directory for the fresh embedding caches.
+        from_disk: also the path ``vectors_from_disk``: before each claim the vectors' file leaves
+            the OS page cache (``_evict``), so the candidates' rows are read from disk, as when
+            the vectors of a corpus far larger than memory are rarely read.
 
     Returns:
-        Per path: p50/p95/mean ms of ``link``, ``graph``, ``rank`` and ``total``, candidates per claim,
-        ``texts_encoded`` (claims + candidates MiniLM encoded) and ``over_goal`` (claims > 50 ms).
+        Per path: p50/p95/mean ms of ``link``, ``graph``, ``rank``, ``total`` and ``cpu`` (this
+        process's CPU time), candidates per claim, ``texts_encoded`` (claims + candidates MiniLM
+        encoded) and ``over_goal`` (claims > 50 ms).
     """
     import torch
 
@@ -121,12 +144,14 @@ def cold_latency(retriever, claims: list[str], vectors, scratch: Path) -> dict: 
     retriever.config = config
     out: dict = {"claims": len(claims), "torch_threads": torch.get_num_threads(), "load": os.getloadavg()[0]}
     try:
-        for mode in ("encoder", "vectors"):
-            retriever.use_vectors(vectors if mode == "vectors" else None)
+        for mode in ("encoder", "vectors") + (("vectors_from_disk",) if from_disk else ()):
+            retriever.use_vectors(None if mode == "encoder" else vectors)
             with _embedding_cache(retriever, scratch / mode):
                 before = retriever.encoder.texts_encoded
                 rows = []
                 for claim in claims:
+                    if mode == "vectors_from_disk":
+                        _evict(vectors)
                     retriever.clear_query_cache()
                     t, cpu = time.perf_counter(), time.process_time()
                     result = retriever.search(claim)
@@ -171,7 +196,7 @@ def same_ranking(retriever, claims: list[str], vectors, warm: Path, scratch: Pat
         with _embedding_cache(retriever, root):
             found = {}
             for mode in ("encoder", "vectors"):
-                retriever.use_vectors(vectors if mode == "vectors" else None)
+                retriever.use_vectors(None if mode == "encoder" else vectors)
                 before = retriever.encoder.texts_encoded
                 found[mode] = [_hits(retriever.search(c)) for c in claims]
                 found[f"{mode}_encoded"] = retriever.encoder.texts_encoded - before
@@ -211,7 +236,7 @@ def _warm_cache(pipe) -> Path:  # noqa: ANN001
     return Path(pipe.config.paths.cache_dir) / f"embeddings-{pipe.retrievers['graal'].encoder.identity}"
 
 
-def run_dataset(dataset: str, cache: Path, n_claims: int, scratch: Path) -> dict:
+def run_dataset(dataset: str, cache: Path, n_claims: int, scratch: Path, from_disk: bool = False) -> dict:
     pipe = _pipeline(dataset, cache)
     graal = pipe.retrievers["graal"]
     t = time.perf_counter()
@@ -228,12 +253,14 @@ def run_dataset(dataset: str, cache: Path, n_claims: int, scratch: Path) -> dict
         "vectors": vectors.source,
         "find_vectors_ms": find_s * 1000,
         "same_ranking": same,
-        "cold": cold_latency(graal, timed, vectors, scratch),
+        "cold": cold_latency(graal, timed, vectors, scratch, from_disk),
         "peak_rss_mb": _peak_mb(),
     }
 
 
-def run_synthetic(n: int, work: Path, n_claims: int, workers: int, scratch: Path) -> dict:
+def run_synthetic(
+    n: int, work: Path, n_claims: int, workers: int, scratch: Path, from_disk: bool = False
+) -> dict:
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from scale_corpus import write_corpus
 
@@ -269,7 +296,7 @@ def run_synthetic(n: int, work: Path, n_claims: int, workers: int, scratch: Path
         "sentences": len(store),
         "vectors": f"{vectors.source} (random unit vectors: latency only)",
         "built": built,
-        "cold": cold_latency(graal, claims, vectors, scratch),
+        "cold": cold_latency(graal, claims, vectors, scratch, from_disk),
         "peak_rss_mb": _peak_mb(),
     }
 
@@ -305,7 +332,9 @@ def report(results: dict) -> str:
         "ms p50 / p95 / mean per claim; cold = a fresh embedding cache when the claims start (each "
         "claim searched once; benchmarks/graal_cold.py says more). `encoder`: MiniLM encodes the claim "
         "and its uncached candidates; `vectors`: candidates' vectors read from the dense index's "
-        "vectors.npy by store row, MiniLM encodes the claim alone. CPU: this process's CPU time per "
+        "vectors.npy by store row, MiniLM encodes the claim alone; `vectors_from_disk`: the same, the "
+        "vectors' file dropped from the OS page cache before each claim (its rows read from disk). "
+        "CPU: this process's CPU time per "
         "claim (the 2 cores are shared, so wall time includes waiting for one: the 1-minute load "
         "average at the start is given).",
         "",
@@ -321,7 +350,9 @@ def report(results: dict) -> str:
             "| path | total | CPU | rank | graph | link | candidates | texts encoded | claims > 50 ms |",
             "|---|---|---|---|---|---|---|---|---|",
         ]
-        for mode in ("encoder", "vectors"):
+        for mode in ("encoder", "vectors", "vectors_from_disk"):
+            if mode not in c:
+                continue
             m = c[mode]
             cells = [_ms(m[k]) for k in ("total", "cpu", "rank", "graph", "link")]
             n = m["candidates"]
@@ -363,6 +394,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--workdir", type=Path, default=Path("/tmp/garag-graal-cold"))
     ap.add_argument("--workers", type=int, default=2, help="graph build processes (synthetic corpus)")
     ap.add_argument("--threads", type=int, default=1, help="torch threads")
+    ap.add_argument(
+        "--from-disk", action="store_true", help="also time the vectors read from disk (not page-cached)"
+    )
     ap.add_argument("--dump", type=Path, help="write one dataset's tune hits to this file and stop")
     ap.add_argument("--out", type=Path, default=OUT)
     args = ap.parse_args(argv)
@@ -377,11 +411,13 @@ def main(argv: list[str] | None = None) -> int:
         command = "python benchmarks/graal_cold.py " + " ".join(argv)
         results = {}
         for d in args.datasets:
-            results[d] = {**run_dataset(d, args.cache, args.claims, Path(tmp) / d), "command": command}
+            r = run_dataset(d, args.cache, args.claims, Path(tmp) / d, args.from_disk)
+            results[d] = {**r, "command": command}
         if args.synthetic:
             key = f"synthetic-{args.synthetic}"
             scratch = Path(tmp) / key
-            r = run_synthetic(args.synthetic, args.workdir, args.claims or 300, args.workers, scratch)
+            n = args.claims or 300
+            r = run_synthetic(args.synthetic, args.workdir, n, args.workers, scratch, args.from_disk)
             results[key] = {**r, "command": command}
     path = args.out / "graal_cold.json"
     old = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}

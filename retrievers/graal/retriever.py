@@ -8,8 +8,10 @@ papers' baselines are modes: Entity (pages of V1), Mention (sentences
 mentioning V1), Entity+Mention.  GRAAL returns a set; garag ranks it so it
 can be fused: ``dense_weight * cos(claim, sentence) + connect_weight * (claim
 entities connected - 1) + bridge_weight * [on a path through V2] +
-idf_weight * IDF of the edge's rarest entity``.  Every hit keeps the paths
-that brought it (``retrieve_with_paths``, ``subgraph``).
+idf_weight * IDF of the edge's rarest entity``; the sentences' vectors are
+the dense index's, computed at index time (retrievers/graal/vectors.py), or
+else encoded through the embedding cache.  Every hit keeps the paths that
+brought it (``retrieve_with_paths``, ``subgraph``).
 """
 
 from __future__ import annotations
@@ -324,9 +326,8 @@ class GraalRetriever:
         return self._vectors
 
     def use_vectors(self, vectors: IndexVectors | None) -> None:
-        """Re-rank with these vectors by store row (None: encode the candidates), not the ones
-        :meth:`index_vectors` finds; benchmarks use it.  They must be the encoder's (as a dense
-        index built with the same settings holds), or the ranking changes."""
+        """Re-rank with these vectors by store row (None: encode the candidates) instead of those
+        :meth:`index_vectors` finds (benchmarks); other vectors than the encoder's change the ranking."""
         if vectors is not None and len(vectors) != len(self.ctx.store):
             raise ValueError(
                 f"{vectors.source}: {len(vectors)} vectors for a store of {len(self.ctx.store)} sentences"

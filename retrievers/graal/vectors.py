@@ -14,6 +14,7 @@ GRAAL encodes its candidates as before.
 from __future__ import annotations
 
 import logging
+import mmap
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -30,7 +31,8 @@ logger = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class IndexVectors:
-    """Unit sentence vectors by store row (an ``(N, dim)`` array, usually memory-mapped).
+    """Unit sentence vectors by store row (an ``(N, dim)`` array, usually memory-mapped; rows of
+    another type than float32 are read as float32 and re-normalised, as the embedding cache does).
 
     Attributes:
         matrix: row ``r`` is the vector of the store's sentence at row ``r``.
@@ -65,7 +67,25 @@ class IndexVectors:
         order = np.argsort(idx, kind="stable")
         out = np.empty((idx.size, self.dim), dtype=np.float32)
         out[order] = self.matrix[idx[order]]
+        if self.matrix.dtype != np.float32:  # as the embedding cache reads float16: re-normalised
+            norms = np.linalg.norm(out, axis=1, keepdims=True)
+            np.divide(out, norms, out=out, where=norms > 0)
         return out
+
+
+def open_vectors(path: Path) -> IndexVectors:
+    """Memory-map an ``.npy`` matrix of vectors by store row, telling the kernel that its rows are read
+    at random (a few rows per query: no read-ahead of megabytes around each when it is not in the
+    page cache).
+
+    Raises:
+        OSError, ValueError: not a readable ``.npy`` file.
+    """
+    matrix = np.load(path, mmap_mode="r")
+    mapped = getattr(matrix, "_mmap", None)  # np.memmap's mmap object (none for an empty file)
+    if mapped is not None and hasattr(mmap, "MADV_RANDOM"):
+        mapped.madvise(mmap.MADV_RANDOM)
+    return IndexVectors(matrix, str(path))
 
 
 def dense_artifact(dense_config: DenseConfig, ctx: IndexContext, cache: EmbeddingCache, n: int) -> Path:
@@ -98,14 +118,15 @@ def find_index_vectors(
     if meta is None or meta.get("kind") != "dense" or not vectors.is_file():
         return None
     try:
-        matrix = np.load(vectors, mmap_mode="r")
+        found = open_vectors(vectors)
     except (OSError, ValueError) as exc:
         logger.warning("%s: unreadable (%s); GRAAL encodes its candidates", vectors, exc)
         return None
-    if matrix.ndim != 2 or matrix.shape[0] != n or meta.get("n") != n:
+    if len(found) != n or meta.get("n") != n:
+        shape = found.matrix.shape
         logger.warning(
-            "%s: shape %s for a store of %d sentences; GRAAL encodes its candidates", vectors, matrix.shape, n
+            "%s: shape %s for a store of %d sentences; GRAAL encodes its candidates", vectors, shape, n
         )
         return None
     logger.info("graal: candidates' vectors from the dense index %s", path.name)
-    return IndexVectors(matrix, str(vectors))
+    return found

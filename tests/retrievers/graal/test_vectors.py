@@ -174,3 +174,13 @@ def test_rows_of_ids_are_the_stores_rows(store: SentenceStore) -> None:
     sids = store.ids_of_rows(range(len(store)))
     rows = store.rows_of_ids(sids[::-1] + [SentenceId("No_such_page", 0), SentenceId(sids[0].page, 999)])
     assert rows == {sid: row for row, sid in enumerate(sids)}
+
+
+def test_float16_rows_are_read_as_the_embedding_cache_reads_them() -> None:
+    from retrievers.embeddings import _decode
+
+    rng = np.random.default_rng(1)
+    unit = rng.standard_normal((5, 384)).astype(np.float32)
+    half = (unit / np.linalg.norm(unit, axis=1, keepdims=True)).astype(np.float16)
+    rows = IndexVectors(half, "half").rows([3, 0, 3])
+    assert rows.dtype == np.float32 and np.array_equal(rows, _decode(half[[3, 0, 3]]))
