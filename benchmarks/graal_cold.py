@@ -106,14 +106,37 @@ def synthetic_vectors(  # noqa: ANN201
 def _evict(vectors) -> None:  # noqa: ANN001 - IndexVectors
     """Drop the vectors' file from the OS page cache: this process's mapping lets go of its pages,
     then the kernel drops the file's pages that no process maps."""
-    mapped = getattr(vectors.matrix, "_mmap", None)  # np.memmap's mmap object
-    if mapped is not None:
-        mapped.madvise(mmap.MADV_DONTNEED)
+    if vectors.mapped is not None:
+        vectors.mapped.madvise(mmap.MADV_DONTNEED)
     fd = os.open(vectors.source, os.O_RDONLY)
     try:
         os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
     finally:
         os.close(fd)
+
+
+def read_latency(vectors, trials: int = 40, seed: int = 0) -> dict:  # noqa: ANN001 - IndexVectors
+    """``IndexVectors.rows`` alone for runs of 5 consecutive rows at random places (a candidate page's
+    sentences): read from disk (the file evicted first) without and with the prefetch of their pages,
+    and page-cached; ms p50/p95/mean per read by number of runs."""
+    import dataclasses
+
+    plain = dataclasses.replace(vectors, mapped=None)  # the same mapping, no prefetch
+    rng = np.random.default_rng(seed)
+    out = {}
+    for runs in (3, 10, 30):
+        times: dict[str, list[float]] = {"disk": [], "disk_prefetched": [], "page_cached": []}
+        for _ in range(trials):
+            starts = rng.integers(0, len(vectors) - 5, runs)
+            rows = np.concatenate([np.arange(s, s + 5) for s in starts])
+            for key, v in (("disk", plain), ("disk_prefetched", vectors), ("page_cached", vectors)):
+                if key != "page_cached":
+                    _evict(vectors)
+                t = time.perf_counter()
+                v.rows(rows)
+                times[key].append((time.perf_counter() - t) * 1000)
+        out[f"{runs} runs of 5 rows"] = {k: _stats(v) for k, v in times.items()}
+    return out
 
 
 def cold_latency(retriever, claims: list[str], vectors, scratch: Path, from_disk: bool = False) -> dict:  # noqa: ANN001
@@ -297,6 +320,7 @@ def run_synthetic(
         "vectors": f"{vectors.source} (random unit vectors: latency only)",
         "built": built,
         "cold": cold_latency(graal, claims, vectors, scratch, from_disk),
+        **({"reading_rows": read_latency(vectors)} if from_disk else {}),
         "peak_rss_mb": _peak_mb(),
     }
 
@@ -376,6 +400,18 @@ def report(results: dict) -> str:
                 f"encoder path {s['encoder_path_texts_encoded']}, vectors path "
                 f"{s['vectors_path_texts_encoded']}.",
             ]
+        if "reading_rows" in r:
+            md += [
+                "",
+                "Reading rows (`IndexVectors.rows` alone, ms p50 / p95 / mean, 40 reads each): "
+                "from disk without and with the prefetch of their pages (`MADV_WILLNEED`), page-cached",
+                "",
+                "| rows read | from disk | from disk, prefetched | page-cached |",
+                "|---|---|---|---|",
+            ]
+            for label, t in r["reading_rows"].items():
+                cells = " | ".join(_ms(t[k]) for k in ("disk", "disk_prefetched", "page_cached"))
+                md.append(f"| {label} | {cells} |")
         if "built" in r:
             md += ["", f"Built: {json.dumps({k: round(v, 1) for k, v in r['built'].items()})} (seconds)."]
         md.append("")

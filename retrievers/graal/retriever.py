@@ -315,11 +315,9 @@ class GraalRetriever:
                 cand.prov.append(Provenance("neighbour", tuple(sorted(names[a] for a in adjacent[x] | {x}))))
 
     def index_vectors(self) -> IndexVectors | None:
-        """The sentences' vectors computed at index time that re-ranking reads instead of encoding
-        the candidates: those of the dense index built with GRAAL's encoder, title prefix and cache
-        type over this corpus (``vectors.find_index_vectors``), or None (the candidates are encoded
-        through the embedding cache).  Looked for on the first call after ``build``/``open`` (by
-        then a pipeline has built its dense index, whatever the retrievers' order)."""
+        """The candidates' vectors from index time (``vectors.find_index_vectors``), or None: they are
+        encoded.  Looked for at the first call after ``build``/``open``, when a pipeline has built
+        its dense index whatever the retrievers' order."""
         if not self._vectors_looked:
             self._vectors = find_index_vectors(self.dense_config, self.ctx, self.cache, len(self.ctx.store))
             self._vectors_looked = True

@@ -31,16 +31,21 @@ logger = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class IndexVectors:
-    """Unit sentence vectors by store row (an ``(N, dim)`` array, usually memory-mapped; rows of
+    """Unit sentence vectors by store row (an ``(N, dim)`` array, usually a file mapping; rows of
     another type than float32 are read as float32 and re-normalised, as the embedding cache does).
 
     Attributes:
         matrix: row ``r`` is the vector of the store's sentence at row ``r``.
         source: where they come from (a path, or a name), for logs and benchmarks.
+        mapped: the file mapping ``matrix`` views (:func:`open_vectors`), whose pages that rows are
+            read from are asked for all at once before they are read; None for an array in memory.
+        offset: the byte offset of row 0 in ``mapped``.
     """
 
     matrix: np.ndarray
     source: str
+    mapped: mmap.mmap | None = None
+    offset: int = 0
 
     def __post_init__(self) -> None:
         if self.matrix.ndim != 2:
@@ -54,8 +59,8 @@ class IndexVectors:
         return int(self.matrix.shape[1])
 
     def rows(self, rows: list[int] | np.ndarray) -> np.ndarray:
-        """float32 vectors of ``rows`` in the order given, read in ascending row order (a memory map
-        then reads each page's sentences, which are consecutive rows, together).
+        """float32 vectors of ``rows`` in the order given, read in ascending row order (each page's
+        sentences are consecutive rows).
 
         Raises:
             ValueError: a row outside ``0..N-1``.
@@ -65,6 +70,8 @@ class IndexVectors:
             bad = idx[(idx < 0) | (idx >= len(self))][:5].tolist()
             raise ValueError(f"{self.source}: row ids out of range 0..{len(self) - 1}: {bad}")
         order = np.argsort(idx, kind="stable")
+        if self.mapped is not None and idx.size:
+            self._prefetch(idx[order])
         out = np.empty((idx.size, self.dim), dtype=np.float32)
         out[order] = self.matrix[idx[order]]
         if self.matrix.dtype != np.float32:  # as the embedding cache reads float16: re-normalised
@@ -72,20 +79,39 @@ class IndexVectors:
             np.divide(out, norms, out=out, where=norms > 0)
         return out
 
+    def _prefetch(self, rows: np.ndarray) -> None:
+        """Ask the kernel for the file pages of ``rows`` (ascending) at once (``MADV_WILLNEED`` per run
+        of adjacent pages), so that rows not in the page cache are read from disk in parallel rather
+        than one page fault after another (benchmarks/results/graal_cold.md, "reading rows")."""
+        assert self.mapped is not None
+        size = self.dim * self.matrix.dtype.itemsize
+        first = (self.offset + rows * size) // mmap.PAGESIZE
+        last = (self.offset + (rows + 1) * size - 1) // mmap.PAGESIZE
+        breaks = np.flatnonzero(first[1:] > last[:-1] + 1) + 1
+        for a, b in zip(first[np.r_[0, breaks]], last[np.r_[breaks - 1, len(rows) - 1]], strict=True):
+            self.mapped.madvise(mmap.MADV_WILLNEED, int(a) * mmap.PAGESIZE, int(b - a + 1) * mmap.PAGESIZE)
+
 
 def open_vectors(path: Path) -> IndexVectors:
-    """Memory-map an ``.npy`` matrix of vectors by store row, telling the kernel that its rows are read
-    at random (a few rows per query: no read-ahead of megabytes around each when it is not in the
-    page cache).
+    """Map an ``.npy`` matrix of vectors by store row read-only, telling the kernel that its rows are
+    read at random (a few per query: no read-ahead of megabytes around each); the rows a query reads
+    are prefetched together (:meth:`IndexVectors.rows`).
 
     Raises:
-        OSError, ValueError: not a readable ``.npy`` file.
+        OSError, ValueError: not a readable ``.npy`` file of a 2-d C-order matrix.
     """
-    matrix = np.load(path, mmap_mode="r")
-    mapped = getattr(matrix, "_mmap", None)  # np.memmap's mmap object (none for an empty file)
-    if mapped is not None and hasattr(mmap, "MADV_RANDOM"):
+    with open(path, "rb") as f:
+        version = np.lib.format.read_magic(f)
+        read_header = np.lib.format.read_array_header_1_0 if version == (1, 0) else None
+        shape, fortran, dtype = (read_header or np.lib.format.read_array_header_2_0)(f)
+        if fortran or len(shape) != 2:
+            raise ValueError(f"{path}: not a 2-d C-order matrix (shape {shape})")
+        offset = f.tell()
+        mapped = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+    if hasattr(mmap, "MADV_RANDOM"):
         mapped.madvise(mmap.MADV_RANDOM)
-    return IndexVectors(matrix, str(path))
+    matrix = np.frombuffer(mapped, dtype=dtype, count=shape[0] * shape[1], offset=offset).reshape(shape)
+    return IndexVectors(matrix, str(path), mapped if hasattr(mmap, "MADV_WILLNEED") else None, offset)
 
 
 def dense_artifact(dense_config: DenseConfig, ctx: IndexContext, cache: EmbeddingCache, n: int) -> Path:

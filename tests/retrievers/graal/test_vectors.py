@@ -23,10 +23,10 @@ from garag.wiki import corpus_fingerprint
 from pipeline.retrieval import RetrievalPipeline
 from retrievers.base import IndexContext
 from retrievers.dense import VECTORS_FILE, FaissDenseRetriever, sentence_text
-from retrievers.embeddings import EmbeddingCache, SentenceEncoder
+from retrievers.embeddings import EmbeddingCache, SentenceEncoder, _decode
 from retrievers.graal.linker import SpacyParser
 from retrievers.graal.retriever import GraalRetriever
-from retrievers.graal.vectors import IndexVectors
+from retrievers.graal.vectors import IndexVectors, open_vectors
 
 from .conftest import CORPUS
 
@@ -176,11 +176,22 @@ def test_rows_of_ids_are_the_stores_rows(store: SentenceStore) -> None:
     assert rows == {sid: row for row, sid in enumerate(sids)}
 
 
-def test_float16_rows_are_read_as_the_embedding_cache_reads_them() -> None:
-    from retrievers.embeddings import _decode
-
+def test_a_mapped_vector_file_gives_the_rows_numpy_reads(tmp_path: Path) -> None:
+    """Rows of 4 KiB (spanning two memory pages), of 20 bytes (many to a page) and float16 ones (read
+    re-normalised, as the embedding cache reads them) through the file mapping and its prefetch."""
     rng = np.random.default_rng(1)
-    unit = rng.standard_normal((5, 384)).astype(np.float32)
-    half = (unit / np.linalg.norm(unit, axis=1, keepdims=True)).astype(np.float16)
-    rows = IndexVectors(half, "half").rows([3, 0, 3])
-    assert rows.dtype == np.float32 and np.array_equal(rows, _decode(half[[3, 0, 3]]))
+    rows = [299, 0, 5, 6, 7, 150, 5, 298]
+    for dim, dtype in ((1024, np.float32), (5, np.float32), (384, np.float16)):
+        matrix = rng.standard_normal((300, dim)).astype(dtype)
+        np.save(tmp_path / "v.npy", matrix)
+        vectors = open_vectors(tmp_path / "v.npy")
+        assert vectors.mapped is not None and (len(vectors), vectors.dim) == (300, dim)
+        expected = matrix[rows] if dtype == np.float32 else _decode(matrix[rows])
+        got = vectors.rows(rows)
+        assert got.dtype == np.float32 and np.array_equal(got, expected)
+        assert np.array_equal(IndexVectors(matrix, "in memory").rows(rows), expected)
+    np.save(tmp_path / "f.npy", np.asfortranarray(rng.standard_normal((4, 3))))
+    np.save(tmp_path / "1d.npy", np.zeros(3))
+    for name in ("f.npy", "1d.npy"):
+        with pytest.raises(ValueError, match=rf"{name}: not a 2-d C-order matrix"):
+            open_vectors(tmp_path / name)
