@@ -36,7 +36,6 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import mmap
 import os
 import resource
 import shutil
@@ -85,14 +84,16 @@ def synthetic_vectors(  # noqa: ANN201
     path: Path, n: int, dim: int = 384, dtype: str = "float32", seed: int = 0, chunk: int = 65_536
 ):
     """Random unit vectors for ``n`` store rows, written to ``path`` (``.npy``, float32 as the dense
-    index stores them, or float16: half the disk) chunk by chunk and memory-mapped (``IndexVectors``):
+    index stores them, or float16: half the disk) chunk by chunk, as ``IndexVectors``:
     for timing a corpus that has no dense index (the ranking they give means nothing)."""
-    from retrievers.graal.vectors import open_vectors
+    from retrievers.graal.vectors import IndexVectors
 
     path = Path(path)
-    old = np.load(path, mmap_mode="r") if path.is_file() else None
-    if old is None or old.shape != (n, dim) or old.dtype != np.dtype(dtype):
-        del old
+    try:
+        old = IndexVectors.open(path)
+    except (OSError, ValueError):
+        old = None
+    if old is None or old.shape != (n, dim) or np.dtype(old.dtype) != np.dtype(dtype):
         rng = np.random.default_rng(seed)
         out = np.lib.format.open_memmap(path, mode="w+", dtype=dtype, shape=(n, dim))
         for i in range(0, n, chunk):
@@ -100,15 +101,12 @@ def synthetic_vectors(  # noqa: ANN201
             out[i : i + len(block)] = block / np.linalg.norm(block, axis=1, keepdims=True)
         out.flush()
         del out
-    return open_vectors(path)
+    return IndexVectors.open(path)
 
 
 def _evict(vectors) -> None:  # noqa: ANN001 - IndexVectors
-    """Drop the vectors' file from the OS page cache: this process's mapping lets go of its pages,
-    then the kernel drops the file's pages that no process maps."""
-    if vectors.mapped is not None:
-        vectors.mapped.madvise(mmap.MADV_DONTNEED)
-    fd = os.open(vectors.source, os.O_RDONLY)
+    """Drop the vectors' file from the OS page cache (the kernel keeps the pages a process maps)."""
+    fd = os.open(vectors.path, os.O_RDONLY)
     try:
         os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
     finally:
@@ -117,25 +115,26 @@ def _evict(vectors) -> None:  # noqa: ANN001 - IndexVectors
 
 def read_latency(vectors, trials: int = 40, seed: int = 0) -> dict:  # noqa: ANN001 - IndexVectors
     """``IndexVectors.rows`` alone for runs of 5 consecutive rows at random places (a candidate page's
-    sentences): read from disk (the file evicted first) without and with the prefetch of their pages,
-    and page-cached; ms p50/p95/mean per read by number of runs."""
-    import dataclasses
-
-    plain = dataclasses.replace(vectors, mapped=None)  # the same mapping, no prefetch
+    sentences): read from disk (the file evicted first) one run after another (a ``rows`` call per
+    run), and all at once (one call: the runs asked for together first), and page-cached; ms
+    p50/p95/mean per read, by number of runs."""
     rng = np.random.default_rng(seed)
     out = {}
-    for runs in (3, 10, 30):
+    for n_runs in (3, 10, 30):
         times: dict[str, list[float]] = {"disk": [], "disk_prefetched": [], "page_cached": []}
         for _ in range(trials):
-            starts = rng.integers(0, len(vectors) - 5, runs)
-            rows = np.concatenate([np.arange(s, s + 5) for s in starts])
-            for key, v in (("disk", plain), ("disk_prefetched", vectors), ("page_cached", vectors)):
+            runs = [np.arange(s, s + 5) for s in rng.integers(0, len(vectors) - 5, n_runs)]
+            for key in times:
                 if key != "page_cached":
                     _evict(vectors)
                 t = time.perf_counter()
-                v.rows(rows)
+                if key == "disk":
+                    for run in runs:
+                        vectors.rows(run)
+                else:
+                    vectors.rows(np.concatenate(runs))
                 times[key].append((time.perf_counter() - t) * 1000)
-        out[f"{runs} runs of 5 rows"] = {k: _stats(v) for k, v in times.items()}
+        out[f"{n_runs} runs of 5 rows"] = {k: _stats(v) for k, v in times.items()}
     return out
 
 
@@ -404,7 +403,8 @@ def report(results: dict) -> str:
             md += [
                 "",
                 "Reading rows (`IndexVectors.rows` alone, ms p50 / p95 / mean, 40 reads each): "
-                "from disk without and with the prefetch of their pages (`MADV_WILLNEED`), page-cached",
+                "from disk one run after another and all runs at once (asked for together first: "
+                "`POSIX_FADV_WILLNEED`), and page-cached",
                 "",
                 "| rows read | from disk | from disk, prefetched | page-cached |",
                 "|---|---|---|---|",

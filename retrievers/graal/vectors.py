@@ -14,7 +14,7 @@ GRAAL encodes its candidates as before.
 from __future__ import annotations
 
 import logging
-import mmap
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,89 +29,99 @@ from retrievers.embeddings import EmbeddingCache
 logger = logging.getLogger(__name__)
 
 
+_FLOATS = ("<f4", "<f2")
+
+
 @dataclass(frozen=True)
 class IndexVectors:
-    """Unit sentence vectors by store row (an ``(N, dim)`` array, usually a file mapping; rows of
-    another type than float32 are read as float32 and re-normalised, as the embedding cache does).
+    """Unit sentence vectors by store row: the rows of an ``.npy`` matrix file, read a few at a time
+    with plain file reads (the OS page cache holds the file, not this process's memory: no mapping
+    whose touched pages would count in its RSS).  float32 as the dense index writes them, or
+    float16 (read as float32 and re-normalised, as the embedding cache reads float16).
 
     Attributes:
-        matrix: row ``r`` is the vector of the store's sentence at row ``r``.
-        source: where they come from (a path, or a name), for logs and benchmarks.
-        mapped: the file mapping ``matrix`` views (:func:`open_vectors`), whose pages that rows are
-            read from are asked for all at once before they are read; None for an array in memory.
-        offset: the byte offset of row 0 in ``mapped``.
+        path: the ``.npy`` file; row ``r`` is the vector of the store's sentence at row ``r``.
+        shape: ``(rows, dim)``.
+        dtype: ``"<f4"`` or ``"<f2"``.
+        offset: the byte offset of row 0 in the file.
     """
 
-    matrix: np.ndarray
-    source: str
-    mapped: mmap.mmap | None = None
-    offset: int = 0
+    path: Path
+    shape: tuple[int, int]
+    dtype: str
+    offset: int
 
-    def __post_init__(self) -> None:
-        if self.matrix.ndim != 2:
-            raise ValueError(f"{self.source}: sentence vectors must be a 2-d array, got {self.matrix.shape}")
+    @classmethod
+    def open(cls, path: str | Path) -> IndexVectors:
+        """Read the file's header (cheap).
+
+        Raises:
+            OSError: the file cannot be read.
+            ValueError: not an ``.npy`` file of a 2-d C-order float32/float16 matrix, or shorter than
+                its header says.
+        """
+        path = Path(path)
+        with open(path, "rb") as f:
+            version = np.lib.format.read_magic(f)
+            read_header = np.lib.format.read_array_header_1_0 if version == (1, 0) else None
+            shape, fortran, dtype = (read_header or np.lib.format.read_array_header_2_0)(f)
+            offset = f.tell()
+        if fortran or len(shape) != 2 or dtype.str not in _FLOATS:
+            raise ValueError(f"{path}: not a 2-d C-order float32/float16 matrix ({dtype}, shape {shape})")
+        if path.stat().st_size < offset + shape[0] * shape[1] * dtype.itemsize:
+            raise ValueError(f"{path}: shorter than its {shape} matrix (truncated)")
+        return cls(path, (int(shape[0]), int(shape[1])), dtype.str, offset)
+
+    @property
+    def source(self) -> str:
+        return str(self.path)
 
     def __len__(self) -> int:
-        return int(self.matrix.shape[0])
+        return self.shape[0]
 
     @property
     def dim(self) -> int:
-        return int(self.matrix.shape[1])
+        return self.shape[1]
 
     def rows(self, rows: list[int] | np.ndarray) -> np.ndarray:
-        """float32 vectors of ``rows`` in the order given, read in ascending row order (each page's
-        sentences are consecutive rows).
+        """float32 vectors of ``rows`` in the order given (repeats allowed): one read per run of
+        consecutive rows (a candidate page's sentences are consecutive rows), all the runs asked for
+        first (``POSIX_FADV_WILLNEED``), so that rows not in the page cache are read from disk in
+        parallel rather than one read after another.
 
         Raises:
             ValueError: a row outside ``0..N-1``.
         """
         idx = np.asarray(rows, dtype=np.int64).reshape(-1)
-        if idx.size and (idx.min() < 0 or idx.max() >= len(self)):
-            bad = idx[(idx < 0) | (idx >= len(self))][:5].tolist()
-            raise ValueError(f"{self.source}: row ids out of range 0..{len(self) - 1}: {bad}")
-        order = np.argsort(idx, kind="stable")
-        if self.mapped is not None and idx.size:
-            self._prefetch(idx[order])
         out = np.empty((idx.size, self.dim), dtype=np.float32)
-        out[order] = self.matrix[idx[order]]
-        if self.matrix.dtype != np.float32:  # as the embedding cache reads float16: re-normalised
+        if not idx.size:
+            return out
+        if idx.min() < 0 or idx.max() >= len(self):
+            bad = idx[(idx < 0) | (idx >= len(self))][:5].tolist()
+            raise ValueError(f"{self.path}: row ids out of range 0..{len(self) - 1}: {bad}")
+        order = np.argsort(idx, kind="stable")
+        ordered = idx[order]
+        starts = np.flatnonzero(np.diff(ordered, prepend=ordered[0] - 2) > 1)  # a repeat continues a run
+        ends = np.append(starts[1:], len(ordered))
+        size = self.dim * np.dtype(self.dtype).itemsize
+        spans = [(int(ordered[a]), int(ordered[b - 1]) + 1) for a, b in zip(starts, ends, strict=True)]
+        fd = os.open(self.path, os.O_RDONLY)
+        try:
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_RANDOM)  # no read-ahead around a few rows
+            for first, stop in spans if len(spans) > 1 else ():
+                os.posix_fadvise(
+                    fd, self.offset + first * size, (stop - first) * size, os.POSIX_FADV_WILLNEED
+                )
+            for (first, stop), a, b in zip(spans, starts, ends, strict=True):
+                block = os.pread(fd, (stop - first) * size, self.offset + first * size)
+                vecs = np.frombuffer(block, dtype=self.dtype).reshape(stop - first, self.dim)
+                out[order[a:b]] = vecs[ordered[a:b] - first]
+        finally:
+            os.close(fd)
+        if self.dtype != "<f4":  # as the embedding cache reads float16: re-normalised
             norms = np.linalg.norm(out, axis=1, keepdims=True)
             np.divide(out, norms, out=out, where=norms > 0)
         return out
-
-    def _prefetch(self, rows: np.ndarray) -> None:
-        """Ask the kernel for the file pages of ``rows`` (ascending) at once (``MADV_WILLNEED`` per run
-        of adjacent pages), so that rows not in the page cache are read from disk in parallel rather
-        than one page fault after another (benchmarks/results/graal_cold.md, "reading rows")."""
-        assert self.mapped is not None
-        size = self.dim * self.matrix.dtype.itemsize
-        first = (self.offset + rows * size) // mmap.PAGESIZE
-        last = (self.offset + (rows + 1) * size - 1) // mmap.PAGESIZE
-        breaks = np.flatnonzero(first[1:] > last[:-1] + 1) + 1
-        for a, b in zip(first[np.r_[0, breaks]], last[np.r_[breaks - 1, len(rows) - 1]], strict=True):
-            self.mapped.madvise(mmap.MADV_WILLNEED, int(a) * mmap.PAGESIZE, int(b - a + 1) * mmap.PAGESIZE)
-
-
-def open_vectors(path: Path) -> IndexVectors:
-    """Map an ``.npy`` matrix of vectors by store row read-only, telling the kernel that its rows are
-    read at random (a few per query: no read-ahead of megabytes around each); the rows a query reads
-    are prefetched together (:meth:`IndexVectors.rows`).
-
-    Raises:
-        OSError, ValueError: not a readable ``.npy`` file of a 2-d C-order matrix.
-    """
-    with open(path, "rb") as f:
-        version = np.lib.format.read_magic(f)
-        read_header = np.lib.format.read_array_header_1_0 if version == (1, 0) else None
-        shape, fortran, dtype = (read_header or np.lib.format.read_array_header_2_0)(f)
-        if fortran or len(shape) != 2:
-            raise ValueError(f"{path}: not a 2-d C-order matrix (shape {shape})")
-        offset = f.tell()
-        mapped = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-    if hasattr(mmap, "MADV_RANDOM"):
-        mapped.madvise(mmap.MADV_RANDOM)
-    matrix = np.frombuffer(mapped, dtype=dtype, count=shape[0] * shape[1], offset=offset).reshape(shape)
-    return IndexVectors(matrix, str(path), mapped if hasattr(mmap, "MADV_WILLNEED") else None, offset)
 
 
 def dense_artifact(dense_config: DenseConfig, ctx: IndexContext, cache: EmbeddingCache, n: int) -> Path:
@@ -144,14 +154,13 @@ def find_index_vectors(
     if meta is None or meta.get("kind") != "dense" or not vectors.is_file():
         return None
     try:
-        found = open_vectors(vectors)
+        found = IndexVectors.open(vectors)
     except (OSError, ValueError) as exc:
         logger.warning("%s: unreadable (%s); GRAAL encodes its candidates", vectors, exc)
         return None
     if len(found) != n or meta.get("n") != n:
-        shape = found.matrix.shape
         logger.warning(
-            "%s: shape %s for a store of %d sentences; GRAAL encodes its candidates", vectors, shape, n
+            "%s: shape %s for a store of %d sentences; GRAAL encodes its candidates", vectors, found.shape, n
         )
         return None
     logger.info("graal: candidates' vectors from the dense index %s", path.name)

@@ -26,7 +26,7 @@ from retrievers.dense import VECTORS_FILE, FaissDenseRetriever, sentence_text
 from retrievers.embeddings import EmbeddingCache, SentenceEncoder, _decode
 from retrievers.graal.linker import SpacyParser
 from retrievers.graal.retriever import GraalRetriever
-from retrievers.graal.vectors import IndexVectors, open_vectors
+from retrievers.graal.vectors import IndexVectors
 
 from .conftest import CORPUS
 
@@ -144,10 +144,9 @@ def test_without_a_matching_dense_index_graal_encodes_its_candidates(
         assert _graal(store, damaged, parser).index_vectors() is None
     assert "vectors.npy: unreadable" in caplog.text
     r = _graal(store, dense_dir, parser)
-    with pytest.raises(ValueError, match=r"^short: 3 vectors for a store of \d+ sentences$"):
-        r.use_vectors(IndexVectors(np.zeros((3, 384), np.float32), "short"))
-    with pytest.raises(ValueError, match="flat: sentence vectors must be a 2-d array"):
-        IndexVectors(np.zeros(384, np.float32), "flat")
+    np.save(tmp_path / "short.npy", np.zeros((3, 384), np.float32))
+    with pytest.raises(ValueError, match=r"short\.npy: 3 vectors for a store of \d+ sentences$"):
+        r.use_vectors(IndexVectors.open(tmp_path / "short.npy"))
 
 
 def test_a_pipeline_hands_graal_the_dense_vectors_whatever_the_order(tmp_path: Path) -> None:
@@ -176,22 +175,29 @@ def test_rows_of_ids_are_the_stores_rows(store: SentenceStore) -> None:
     assert rows == {sid: row for row, sid in enumerate(sids)}
 
 
-def test_a_mapped_vector_file_gives_the_rows_numpy_reads(tmp_path: Path) -> None:
-    """Rows of 4 KiB (spanning two memory pages), of 20 bytes (many to a page) and float16 ones (read
-    re-normalised, as the embedding cache reads them) through the file mapping and its prefetch."""
+def test_a_vector_file_gives_the_rows_numpy_reads(tmp_path: Path) -> None:
+    """Rows of 4 KiB (each across two memory pages), of 20 bytes (many to a page), float16 ones
+    (read re-normalised, as the embedding cache reads them), in any order with repeats; bad files."""
     rng = np.random.default_rng(1)
-    rows = [299, 0, 5, 6, 7, 150, 5, 298]
+    rows = [299, 0, 5, 6, 7, 150, 5, 298, 6]
     for dim, dtype in ((1024, np.float32), (5, np.float32), (384, np.float16)):
         matrix = rng.standard_normal((300, dim)).astype(dtype)
         np.save(tmp_path / "v.npy", matrix)
-        vectors = open_vectors(tmp_path / "v.npy")
-        assert vectors.mapped is not None and (len(vectors), vectors.dim) == (300, dim)
+        vectors = IndexVectors.open(tmp_path / "v.npy")
+        assert (len(vectors), vectors.dim) == (300, dim)
         expected = matrix[rows] if dtype == np.float32 else _decode(matrix[rows])
         got = vectors.rows(rows)
         assert got.dtype == np.float32 and np.array_equal(got, expected)
-        assert np.array_equal(IndexVectors(matrix, "in memory").rows(rows), expected)
-    np.save(tmp_path / "f.npy", np.asfortranarray(rng.standard_normal((4, 3))))
-    np.save(tmp_path / "1d.npy", np.zeros(3))
-    for name in ("f.npy", "1d.npy"):
-        with pytest.raises(ValueError, match=rf"{name}: not a 2-d C-order matrix"):
-            open_vectors(tmp_path / name)
+        assert vectors.rows([7]).tolist() == expected[4:5].tolist() and vectors.rows([]).shape == (0, dim)
+        with pytest.raises(ValueError, match=r"v\.npy: row ids out of range 0\.\.299: \[300\]"):
+            vectors.rows([1, 300])
+    np.save(tmp_path / "f.npy", np.asfortranarray(rng.standard_normal((4, 3)).astype(np.float32)))
+    np.save(tmp_path / "1d.npy", np.zeros(3, np.float32))
+    np.save(tmp_path / "int.npy", np.zeros((3, 2), np.int64))
+    for name in ("f.npy", "1d.npy", "int.npy"):
+        with pytest.raises(ValueError, match=rf"{name}: not a 2-d C-order float32/float16 matrix"):
+            IndexVectors.open(tmp_path / name)
+    cut = tmp_path / "v.npy"
+    cut.write_bytes(cut.read_bytes()[:-10])
+    with pytest.raises(ValueError, match=r"v\.npy: shorter than its \(300, 384\) matrix \(truncated\)"):
+        IndexVectors.open(cut)
