@@ -413,7 +413,11 @@ def report(results: dict) -> str:
                 cells = " | ".join(_ms(t[k]) for k in ("disk", "disk_prefetched", "page_cached"))
                 md.append(f"| {label} | {cells} |")
         if "built" in r:
-            md += ["", f"Built: {json.dumps({k: round(v, 1) for k, v in r['built'].items()})} (seconds)."]
+            built = json.dumps({k: round(v, 1) for k, v in r["built"].items()})
+            md += [
+                "",
+                f"Built or reopened (what --workdir holds is reused): {built} (seconds).",
+            ]
         md.append("")
     return "\n".join(md)
 
