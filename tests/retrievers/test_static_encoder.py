@@ -22,12 +22,7 @@ from retrievers.dense import FaissDenseRetriever  # noqa: E402
 from retrievers.embeddings import EmbeddingCache, SentenceEncoder  # noqa: E402
 from retrievers.static_encoder import is_model2vec_dir, parse_static, pca_sif  # noqa: E402
 
-TEXTS = [
-    "The Beatles were an English rock band formed in Liverpool in 1960.",
-    "Liverpool is a city in Merseyside, England.",
-    "Snowpiercer is a 2013 science fiction action film.",
-    "Sandra Bullock is an American actress and producer.",
-]
+from .test_embeddings import TEXTS  # noqa: E402
 
 
 @pytest.fixture(scope="module")

@@ -16,14 +16,13 @@ import time
 from pathlib import Path
 
 import pytest
-import yaml
 
 from garag.store import SentenceStore
 from retrievers.graal.builder import GraphBuilder, PartitionWorker
 from retrievers.graal.graph_store import GraphStore
 from retrievers.graal.linker import SpacyParser, word_vectors
 
-from .conftest import CORPUS
+from .test_ray_engine import _config
 
 ray = pytest.importorskip("ray", reason="the scale extra (ray) is not installed")
 cluster_utils = pytest.importorskip("ray.cluster_utils")
@@ -196,19 +195,6 @@ def test_a_task_that_kills_every_worker_stops_with_one_line(cluster):  # noqa: A
         with pytest.raises(ValueError) as e:
             pool.build("unused", [], 2).get()
     assert str(e.value) == "ray: every graph partition worker was lost (1 of 1), 1 tasks unfinished"
-
-
-def _config(root: Path, cache: Path) -> Path:
-    cfg = {
-        "data": {"dataset": "custom", "claims": str(REPO / "tests" / "fixtures" / "claims.jsonl"),
-                 "corpus": str(CORPUS)},
-        "paths": {"cache_dir": str(cache)},
-        "retrieval": {"retrievers": ["graal"]},
-        "graal": {"disambiguation": "words"},
-    }  # fmt: skip
-    path = root / f"{cache.name}.yaml"
-    path.write_text(yaml.safe_dump(cfg), encoding="utf-8")
-    return path
 
 
 def _index(config: Path, *extra: str) -> dict:
