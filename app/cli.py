@@ -103,11 +103,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--force", action="store_true", help="rebuild even when the artifacts exist")
     p.add_argument(
         "--engine", choices=("local", "ray"), default="local",
-        help="where the graph build parses: this machine's processes (graal.workers) or Ray actors "
-        "(the scale extra); the artifacts are the same",
+        help="where the index builds' workers run: this machine's processes (graal.workers, "
+        "bm25.workers) or Ray actors (the scale extra); the artifacts are the same",
     )  # fmt: skip
     p.add_argument("--ray-address", help="a Ray cluster to join (default: start a local Ray)")
-    p.add_argument("--ray-workers", type=_positive_int, default=2, help="Ray parse actors (default 2)")
+    p.add_argument(
+        "--ray-workers", type=_positive_int,
+        help="Ray actors per pool (default: the cluster's CPUs, less one while the driver links; "
+        "for dense encoding its GPUs, when it has any)",
+    )  # fmt: skip
 
     p = sub.add_parser(
         "verify",

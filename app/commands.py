@@ -7,6 +7,7 @@ pipeline, verifier, retrievers, garag's core) and nothing imports it.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 from pathlib import Path
@@ -77,11 +78,14 @@ def cmd_index(args: argparse.Namespace, config: Config) -> int:
         from retrievers.graal.ray_engine import RayEngine
 
         engine = RayEngine(args.ray_workers, args.ray_address)
-    elif args.ray_address:
-        raise ValueError("--ray-address needs --engine ray")
+    elif args.ray_address or args.ray_workers:
+        raise ValueError(f"{'--ray-address' if args.ray_address else '--ray-workers'} needs --engine ray")
     try:
-        pipe = RetrievalPipeline(config, progress=not args.no_progress, engine=engine)
-        artifacts = pipe.build(force=args.force)
+        # Ray prints its workers' failures (a lost actor, a retried task) on stdout: to stderr
+        # with them, stdout is the artifacts' JSON alone
+        with contextlib.redirect_stdout(sys.stderr) if engine is not None else contextlib.nullcontext():
+            pipe = RetrievalPipeline(config, progress=not args.no_progress, engine=engine)
+            artifacts = pipe.build(force=args.force)
     finally:
         if engine is not None:
             engine.close()

@@ -3,11 +3,13 @@
 1. ``garag predict``'s work (``run_predictions``, in this process, with a pipeline built first) on
    the first ``--claims`` claims of ``--claims-file``: wall claims/s and CPU seconds (every thread
    of the process), model loading excluded.  It runs first, after any index build or verifier
-   training the cache lacks (neither is timed), and again after the job (a fresh pipeline and
-   directory); the job is compared with the mean of the two, as the shared cores' load drifts.
+   training the cache lacks (neither is timed), and again after each job (a fresh pipeline and
+   directory); predict and the job run in turn (``--rounds`` jobs), and the jobs' mean is compared
+   with the mean of the predict runs around them, as the shared cores' load drifts.
 2. ``garag serve`` (a subprocess on a free loopback port, ``--state-dir`` fresh) gets the same file
-   as a job; the job's claims/s is its claims over the wall time from its start to its end
-   (waiting for the models, SQLite writes and all), and the server process's CPU seconds over it
+   as a job, ``--rounds`` times (polled once a second); a job's claims/s is its claims over the wall
+   time from its start to its end (SQLite writes and its metrics, with their 10,000 bootstrap
+   resamples, included), and the server process's CPU seconds over it
    (``/proc``; every thread).  Claims per CPU second is the comparison that other work on the
    machine does not skew.  With ``--kill-at F`` the server is killed with
    SIGKILL once a fraction F of the claims is done and started again on the same state directory;
@@ -21,7 +23,7 @@ Goal: job claims/s >= 90% of predict's (wall time; per CPU second alongside).
 Writes ``benchmarks/results/serve_jobs.{json,md}``.
 
     python benchmarks/serve_jobs.py --claims 2000 [--config configs/baseline.yaml] [--cache cache]
-        [--kill-at 0.3] [--set KEY=VALUE ...]
+        [--rounds 2] [--kill-at 0.3] [--set KEY=VALUE ...]
 """
 
 from __future__ import annotations
@@ -33,10 +35,12 @@ import platform
 import signal
 import socket
 import sqlite3
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from contextlib import closing
 from pathlib import Path
 
 import httpx
@@ -97,7 +101,7 @@ def stop(proc: subprocess.Popen) -> None:
 
 
 def run_job(
-    url: str, claims: Path, config_name: str, kill_at: float | None = None
+    url: str, claims: Path, config_name: str, kill_at: float | None = None, poll: float = 0.2
 ) -> tuple[dict, int | None]:
     """Submit the file, wait for the end (or for ``kill_at`` of it: returns the job and its done count)."""
     with claims.open("rb") as f:
@@ -105,10 +109,12 @@ def run_job(
             url + "/v1/jobs", files={"file": (claims.name, f)}, data={"config": config_name}, timeout=600
         )
     r.raise_for_status()
-    return follow(url, r.json()["id"], kill_at)
+    return follow(url, r.json()["id"], kill_at, poll)
 
 
-def follow(url: str, job_id: str, kill_at: float | None = None) -> tuple[dict, int | None]:
+def follow(url: str, job_id: str, kill_at: float | None = None, poll: float = 0.2) -> tuple[dict, int | None]:
+    """Poll the job until it ends (or reaches ``kill_at``); a timed job is polled once a second, as
+    a client without the event stream would (each poll is a request the server answers)."""
     while True:
         job = httpx.get(f"{url}/v1/jobs/{job_id}", timeout=60).json()
         if job["state"] in ("done", "failed", "cancelled"):
@@ -117,7 +123,7 @@ def follow(url: str, job_id: str, kill_at: float | None = None) -> tuple[dict, i
             return job, None
         if kill_at is not None and job["done"] >= kill_at * job["total"]:
             return job, job["done"]
-        time.sleep(0.2)
+        time.sleep(poll)
 
 
 def cpu_seconds(pid: int) -> float:
@@ -157,6 +163,7 @@ def main() -> None:
         "--cache", help="paths.cache_dir (indexes and the trained verifier; default the config's)"
     )
     ap.add_argument("--micro-batch", type=int, default=16, help="garag serve --micro-batch (default 16)")
+    ap.add_argument("--rounds", type=int, default=2, help="jobs, each followed by a predict run (default 2)")
     ap.add_argument("--kill-at", type=float, help="also run a job whose server is killed at this fraction")
     ap.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE")
     ap.add_argument("--out", default=str(OUT))
@@ -177,40 +184,42 @@ def main() -> None:
     name = Path(args.config).stem
     print(f"work dir {work}; {len(lines)} claims; config {args.config}", flush=True)
 
-    load = {"before_predict": os.getloadavg()[0]}
-    predicted = predict(args.config, sets, work / "predict")
-    predict_rate = predicted["claims_per_second"]
-    print(f"garag predict: {predict_rate:.2f} claims/s", flush=True)
-    cli(["evaluate", "--config", args.config, "--out", str(work / "predict"), "--no-progress", *setargs], log)
-    evaluated = json.loads((work / "predict" / "metrics.json").read_text())
+    # predict and the job alternate (predict, job, predict, ... predict): the 2 cores' load drifts,
+    # so the job's mean is compared with the mean of the predict runs around it
+    load = {"before": os.getloadavg()[0]}
+    predicted = [predict(args.config, sets, work / "predict-0")]
+    print(f"garag predict: {predicted[0]['claims_per_second']:.2f} claims/s", flush=True)
+    first = work / "predict-0"
+    cli(["evaluate", "--config", args.config, "--out", str(first), "--no-progress", *setargs], log)
+    evaluated = json.loads((work / "predict-0" / "metrics.json").read_text())
 
     started = time.monotonic()
     proc, url = serve(args.config, sets, work / "state", args.micro_batch, log)
     load_seconds = time.monotonic() - started
-    load["before_job"] = os.getloadavg()[0]
+    jobs: list[tuple[dict, float]] = []
     try:
-        cpu = cpu_seconds(proc.pid)
-        job, _ = run_job(url, claims, name)
-        job_cpu = cpu_seconds(proc.pid) - cpu
-        load["after_job"] = os.getloadavg()[0]
-        fever = httpx.get(f"{url}/v1/jobs/{job['id']}/results?format=fever", timeout=600).content
+        for i in range(1, args.rounds + 1):
+            cpu = cpu_seconds(proc.pid)
+            job, _ = run_job(url, claims, name, poll=1.0)
+            jobs.append((job, cpu_seconds(proc.pid) - cpu))
+            print(f"job {i}: {job['total'] / seconds_of(job):.2f} claims/s", flush=True)
+            if i == 1:
+                fever = httpx.get(f"{url}/v1/jobs/{job['id']}/results?format=fever", timeout=600).content
+            predicted.append(predict(args.config, sets, work / f"predict-{i}"))
+            print(f"garag predict: {predicted[-1]['claims_per_second']:.2f} claims/s", flush=True)
     finally:
         stop(proc)
-    job_rate = job["total"] / seconds_of(job)
-    print(f"job: {job_rate:.2f} claims/s", flush=True)
-    # predict again, after the job: the machine's load drifts, so the job is compared with the mean
-    again = predict(args.config, sets, work / "predict-after")
-    rates = [predict_rate, again["claims_per_second"]]
-    predict_rate = sum(rates) / 2
+    load["after"] = os.getloadavg()[0]
+    job = jobs[0][0]
+    rates = [p["claims_per_second"] for p in predicted]
+    job_rates = [j["total"] / seconds_of(j) for j, _ in jobs]
+    predict_rate, job_rate = statistics.mean(rates), statistics.mean(job_rates)
     per_cpu = {
-        "predict": [round(len(lines) / p["cpu_seconds"], 3) for p in (predicted, again)],
-        "job": round(len(lines) / job_cpu, 3),
+        "predict": [round(len(lines) / p["cpu_seconds"], 3) for p in predicted],
+        "job": [round(len(lines) / c, 3) for _, c in jobs],
     }
-    per_cpu["ratio"] = round(per_cpu["job"] / (sum(per_cpu["predict"]) / 2), 3)
-    load["after_predict_again"] = os.getloadavg()[0]
-    print(
-        f"garag predict again: {rates[1]:.2f} claims/s; job / mean {job_rate / predict_rate:.3f}", flush=True
-    )
+    per_cpu["ratio"] = round(statistics.mean(per_cpu["job"]) / statistics.mean(per_cpu["predict"]), 3)
+    print(f"job / predict (means): {job_rate / predict_rate:.3f}", flush=True)
     sub = work / "submission" / "submission.jsonl"
     sub.parent.mkdir()
     sub.write_bytes(fever)
@@ -223,10 +232,14 @@ def main() -> None:
         state = work / "state-kill"
         proc, url = serve(args.config, sets, state, args.micro_batch, log)
         try:
-            first, done_at_kill = run_job(url, claims, name, args.kill_at)
+            first, _ = run_job(url, claims, name, args.kill_at)
         finally:
             proc.send_signal(signal.SIGKILL)
             proc.wait(30)
+        with closing(sqlite3.connect(state / "jobs.sqlite")) as db:  # what the killed server had written
+            done_at_kill = db.execute(
+                "SELECT COUNT(*) FROM job_results WHERE job = ?", (first["id"],)
+            ).fetchone()[0]
         proc, url = serve(args.config, sets, state, args.micro_batch, log)
         try:
             resumed, _ = follow(url, first["id"])
@@ -236,8 +249,8 @@ def main() -> None:
         db = sqlite3.connect(state / "jobs.sqlite")
         rows = db.execute("SELECT COUNT(*), COUNT(DISTINCT idx) FROM job_results WHERE job = ?",
                           (first["id"],)).fetchone()  # fmt: skip
-        after = next(float(x.split()[-1]) for x in verified.splitlines()
-                     if x.startswith(f'garag_claims_verified_total{{config="{name}"}}'))  # fmt: skip
+        after = next((float(x.split()[-1]) for x in verified.splitlines()
+                      if x.startswith(f'garag_claims_verified_total{{config="{name}"}}')), 0)  # fmt: skip
         killed = {
             "killed_at_done": done_at_kill,
             "results": rows[0],
@@ -255,11 +268,13 @@ def main() -> None:
         "config": args.config,
         "sets": args.sets,
         "micro_batch": args.micro_batch,
+        "rounds": args.rounds,
         "cpus": os.cpu_count(),
         "python": platform.python_version(),
         "predict_claims_per_second": round(predict_rate, 3),
         "predict_runs_claims_per_second": [round(x, 3) for x in rates],
         "job_claims_per_second": round(job_rate, 3),
+        "job_runs_claims_per_second": [round(x, 3) for x in job_rates],
         "job_busy_claims_per_second": job["claims_per_second"],
         "ratio": round(job_rate / predict_rate, 3),
         "claims_per_cpu_second": per_cpu,
@@ -290,23 +305,25 @@ def markdown(r: dict, argv: list[str]) -> str:
         "",
         "| run | claims/s | vs predict |",
         "|---|---|---|",
-        "| garag predict (`run_predictions`, batches of 32; mean of the runs before and after the job: "
+        "| garag predict (`run_predictions`, batches of 32; mean of the runs, before and after each job: "
         + ", ".join(map(str, r["predict_runs_claims_per_second"]))
         + f") | {r['predict_claims_per_second']} | 1 |",
-        f"| garag serve job (start to end, wall time) | {r['job_claims_per_second']} | {r['ratio']} |",
+        "| garag serve job (start to end with its metrics, wall time; mean of the jobs: "
+        + ", ".join(map(str, r["job_runs_claims_per_second"]))
+        + f") | {r['job_claims_per_second']} | {r['ratio']} |",
         "",
         "| run | claims per CPU second (all threads of the process) | vs predict |",
         "|---|---|---|",
-        "| garag predict (before, after the job) | "
-        + ", ".join(map(str, r["claims_per_cpu_second"]["predict"]))
-        + " | 1 |",
-        f"| garag serve job | {r['claims_per_cpu_second']['job']} | {r['claims_per_cpu_second']['ratio']} |",
+        "| garag predict | " + ", ".join(map(str, r["claims_per_cpu_second"]["predict"])) + " | 1 |",
+        "| garag serve job | "
+        + ", ".join(map(str, r["claims_per_cpu_second"]["job"]))
+        + f" | {r['claims_per_cpu_second']['ratio']} |",
         "",
         f"The run took {r['elapsed_seconds']:.0f} s"
         + (
             f" at {r['claims']} claims, not the issue's 2,000: a run of 1,000 claims takes "
-            f"{1000 / r['predict_claims_per_second'] / 60:.0f} min here, and it makes four (predict twice, "
-            "the job, the killed job)"
+            f"{1000 / r['predict_claims_per_second'] / 60:.0f} min here, and it makes "
+            f"{2 * r['rounds'] + 2} (predict and the job in turn, the killed job)"
             if r["claims"] < 2000
             else ""
         )

@@ -288,6 +288,21 @@ class SentenceStore:
                 out.setdefault(names[p], []).append(r)
         return out
 
+    def rows_of_ids(self, sids: Iterable[SentenceId]) -> dict[SentenceId, int]:
+        """Row ids of sentences by FEVER id (ids not in the store are absent); reads only the
+        ``(page, line)`` index, never the text."""
+        page_idx, names = self._pages()
+        want = set(sids)
+        idxs = sorted({page_idx[s.page] for s in want if s.page in page_idx})
+        out: dict[SentenceId, int] = {}
+        for chunk in _chunks(idxs, 900):
+            q = f"SELECT page_idx, line, row FROM sentences WHERE page_idx IN ({_marks(chunk)})"
+            for p, line, r in self.con.execute(q, chunk):
+                sid = SentenceId(names[p], line)
+                if sid in want:
+                    out[sid] = r
+        return out
+
     def iter_rows(self, batch_size: int = 10_000, first: int = 0) -> Iterator[tuple[int, str, str]]:
         """Stream ``(row, page, text)`` in row order from row ``first`` on, for index builders."""
         names = self._pages()[1]

@@ -6,6 +6,11 @@ corpus that gained a few sentences encodes only those sentences, and an
 interrupted build keeps everything it committed.  Each vector has a CRC-32 of its key, storage
 type and bytes (table ``vector_crc``): a row that fails it is encoded again and rewritten, and a file
 SQLite cannot read is named in the error.
+
+``dense.model`` names a sentence-transformers model (``minilm``, a directory, a hub id) or a static
+encoder (``model2vec-minilm``, ``wordllama``, a model2vec directory: ``retrievers/static_encoder.py``);
+either goes through :class:`SentenceEncoder`, so a corpus and its queries always share one encoder,
+and each has its own identity, so caches and index fingerprints never mix their vectors.
 """
 
 from __future__ import annotations
@@ -26,10 +31,13 @@ import numpy as np
 from tqdm import tqdm
 
 from garag.artifacts import sqlite_cache_errors
+from retrievers.static_encoder import StaticSource, parse_static
 
 logger = logging.getLogger(__name__)
 
 OFFLINE_MODEL = "minilm"
+DEFAULT_CACHE_DIR = "cache"  # paths.cache_dir's default: where a static model is distilled unless told
+_STATIC_BATCH = 1024
 # Files this large are identified by size plus a sample of their bytes; smaller ones are hashed whole.
 _SAMPLE_BYTES = 1 << 20
 _SQL_VARS = 900
@@ -120,8 +128,14 @@ def model_identity(model: str) -> str:
     root = _local_snapshot(model)
     if root is None:
         raise _unavailable(model)
+    files = [p for p in root.rglob("*") if p.is_file() and ".git" not in p.relative_to(root).parts]
+    return files_identity(root, files)
+
+
+def files_identity(root: Path, files: Sequence[Path]) -> str:
+    """:func:`model_identity` of the given files under ``root``."""
     digest = hashlib.sha256()
-    for f in sorted(p for p in root.rglob("*") if p.is_file() and ".git" not in p.relative_to(root).parts):
+    for f in sorted(files):
         size = f.stat().st_size
         digest.update(f"{f.relative_to(root).as_posix()}\0{size}\0".encode())
         with open(f, "rb") as fh:
@@ -140,50 +154,126 @@ def text_key(text: str) -> bytes:
 
 
 class SentenceEncoder:
-    """A sentence-transformers model, loaded on first use.
+    """A sentence-transformers model or a static encoder, loaded on first use.
 
     Attributes:
+        static: the static encoder ``model`` names, or None for a sentence-transformers model.
         calls: number of ``encode`` calls that reached the model.
         texts_encoded: number of texts the model has encoded.
     """
 
     def __init__(
-        self, model: str = OFFLINE_MODEL, device: str = "auto", batch_size: int = 128, progress: bool = False
+        self,
+        model: str = OFFLINE_MODEL,
+        device: str = "auto",
+        batch_size: int = 128,
+        progress: bool = False,
+        cache_dir: str | Path | None = None,
     ) -> None:
         """Cheap: resolves the model name but loads nothing.
 
         Args:
-            model: ``"minilm"``, a local model directory or a hub id.
-            device: ``"auto"`` (CUDA when available, else CPU), ``"cpu"``, ``"cuda"`` or ``"mps"``.
-            batch_size: encoding batch size.
+            model: ``"minilm"``, a local model directory or a hub id; or a static encoder:
+                ``"model2vec-minilm"`` (``-<dims>``), ``"wordllama"`` or a model2vec directory.
+            device: ``"auto"`` (CUDA when available, else CPU), ``"cpu"``, ``"cuda"`` or ``"mps"``
+                (static encoders run on the CPU).
+            batch_size: encoding batch size (static encoders use at least 1024).
             progress: show sentence-transformers' progress bar while encoding.
+            cache_dir: where ``model2vec-minilm`` is distilled and kept; by default the cache dir of
+                the first :class:`EmbeddingCache` made for this encoder, else ``cache``.
+
+        Raises:
+            ValueError: an empty or unknown name (one line).
         """
         if batch_size <= 0:
             raise ValueError(f"batch_size must be > 0, got {batch_size}")
         self.name = model
-        self.model = resolve_model(model)
+        self.static: StaticSource | None = parse_static(model) if model and model.strip() else None
+        self._model = None if self.static is not None else resolve_model(model)
+        self.cache_dir = Path(cache_dir) if cache_dir is not None else None
         self.device = device
         self.batch_size = batch_size
         self.progress = progress
         self.calls = 0
         self.texts_encoded = 0
         self._st: Any = None
+        self._static_model: Any = None
         self._identity: str | None = None
 
     @property
+    def model(self) -> str:
+        """The resolved model: a directory or hub id, ``"wordllama"``, or the directory that
+        ``model2vec-minilm`` is (or will be) distilled into."""
+        if self._model is None:
+            source = self.static
+            assert source is not None
+            if source.kind == "distilled":
+                from retrievers.static_encoder import distilled_dir
+
+                root = self.cache_dir or Path(DEFAULT_CACHE_DIR)
+                self._model = str(
+                    distilled_dir(root, model_identity(resolve_model(OFFLINE_MODEL)), source.pca_dims)
+                )
+            else:
+                self._model = source.path or source.name
+        return self._model
+
+    def use_cache_dir(self, cache_dir: str | Path) -> None:
+        """Distil ``model2vec-minilm`` into ``cache_dir`` unless a cache dir was set or the model's
+        location is already fixed (what :class:`EmbeddingCache` calls)."""
+        if self.cache_dir is None and self._model is None:
+            self.cache_dir = Path(cache_dir)
+
+    @property
     def identity(self) -> str:
-        """Content hash of the model files (see :func:`model_identity`); no model load needed."""
+        """Content hash of the model files (see :func:`model_identity`); no model load needed
+        (``model2vec-minilm`` is distilled first if it is not there yet)."""
         if self._identity is None:
-            self._identity = model_identity(self.model)
+            if self.static is None:
+                self._identity = model_identity(self.model)
+            elif self.static.kind == "wordllama":
+                from retrievers.static_encoder import wordllama_files
+
+                files = self._static_call(wordllama_files)
+                self._identity = files_identity(files[0].parent.parent, files)
+            else:
+                self._identity = model_identity(self._static_dir())
         return self._identity
+
+    def _static_dir(self) -> str:
+        """The static model's directory, distilled now if it is not there."""
+        from retrievers.static_encoder import ensure_distilled
+
+        source = self.static
+        if source is not None and source.kind == "distilled":
+            self._static_call(
+                ensure_distilled, Path(self.model), resolve_model(OFFLINE_MODEL), source.pca_dims
+            )
+        return self.model
+
+    def _static_call(self, fn: Any, *args: Any) -> Any:
+        """``fn(*args)``, a missing package reported as one line naming the encoder."""
+        try:
+            return fn(*args)
+        except ImportError as exc:
+            raise ModelUnavailableError(f"dense.model={self.name}: {exc}") from exc
 
     def load(self) -> SentenceEncoder:
         """Load the model (idempotent).
 
         Raises:
-            ModelUnavailableError: the model cannot be loaded (e.g. a hub id while offline).
+            ModelUnavailableError: the model cannot be loaded (e.g. a hub id while offline, or a
+                static encoder without the model2vec package).
         """
-        if self._st is not None:
+        if self._st is not None or self._static_model is not None:
+            return self
+        if self.static is not None:
+            from retrievers.static_encoder import StaticEmbedder
+
+            started = time.time()
+            path = "" if self.static.kind == "wordllama" else self._static_dir()
+            self._static_model = self._static_call(StaticEmbedder.load, self.static.kind, path)
+            logger.info("static encoder %s loaded in %.1fs", self.name, time.time() - started)
             return self
         local = Path(self.model).is_dir()
         offline = not local and _hub_offline()
@@ -206,6 +296,8 @@ class SentenceEncoder:
     @property
     def dim(self) -> int:
         """Embedding dimension (loads the model)."""
+        if self.static is not None:
+            return int(self.load()._static_model.dim)
         st = self.load()._st
         getter = getattr(st, "get_embedding_dimension", None) or st.get_sentence_embedding_dimension
         return int(getter())
@@ -216,6 +308,11 @@ class SentenceEncoder:
             raise TypeError("encode() takes a list of texts, not a single string")
         if len(texts) == 0:
             return np.zeros((0, self.dim), dtype=np.float32)
+        if self.static is not None:
+            vecs = self.load()._static_model.encode(list(texts), max(self.batch_size, _STATIC_BATCH))
+            self.calls += 1
+            self.texts_encoded += len(texts)
+            return vecs
         st = self.load()._st
         vecs = st.encode(
             list(texts),
@@ -278,6 +375,7 @@ class EmbeddingCache:
             raise ValueError(f"chunk_size must be > 0, got {chunk_size}")
         self.encoder = encoder
         self.cache_dir = Path(cache_dir)
+        encoder.use_cache_dir(self.cache_dir)
         self.dtype = np.dtype(dtype)
         self.chunk_size = chunk_size
         self.progress = progress

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from garag.config import TrainConfig
+from retrievers.embeddings import ModelUnavailableError, model_identity
 from verifier.base import TrainExample
 from verifier.inputs import PREMISE_FORMAT
 from verifier.labels import LABEL_ORDER
@@ -92,6 +93,16 @@ def examples_digest(examples: Sequence[TrainExample]) -> str:
     return h.hexdigest()[:16]
 
 
+def model_key(base_model: str) -> str:
+    """The base model as a run's settings name it: the identity of its files where they are on
+    this machine (``files:`` + :func:`~retrievers.embeddings.model_identity`), so the same model
+    installed elsewhere (another virtualenv, a moved cache) resumes or reuses a run; else its name."""
+    try:
+        return "files:" + model_identity(base_model)
+    except (ModelUnavailableError, OSError):
+        return base_model
+
+
 def run_settings(
     config: TrainConfig,
     base_model: str,
@@ -117,7 +128,7 @@ def run_settings(
     )
     return {
         "train": train_settings,
-        "base_model": base_model,
+        "base_model": model_key(base_model),
         "model_overrides": overrides or {},
         "premise_format": PREMISE_FORMAT,
         "n_train": len(train),
@@ -131,9 +142,13 @@ def run_settings(
 def check_settings(found: dict, expected: dict, where: Path) -> None:
     """Raise ValueError naming the differing keys when a stored run's settings are not ``expected``
     (:func:`run_settings`); the stored ``train`` is read as :func:`run_settings` writes it now, so a
-    key added later and stored at its default (``precision: float32``) still matches."""
+    key added later and stored at its default (``precision: float32``) still matches, and a base
+    model stored as a path (runs saved before :func:`model_key`) is compared by its files."""
     if isinstance(found.get("train"), dict):
         found = {**found, "train": TrainConfig.hashed_fields(found["train"])}
+    base = found.get("base_model")
+    if isinstance(base, str) and not base.startswith("files:") and Path(base).is_dir():
+        found = {**found, "base_model": model_key(base)}  # stored as a path before model_key
     if found != expected:
         diff = sorted(k for k in set(found) | set(expected) if found.get(k) != expected.get(k))
         raise ValueError(

@@ -289,8 +289,7 @@ def create_app(service: Service, runs: RunIndex | None = None) -> FastAPI:
         answered = [m.VerifyResponse.model_validate(r).model_dump(mode="json") for r in out]
         if history is None:
             return answered, None
-        version, request_id = service.index_version(config), uuid.uuid4().hex[:12]
-        return answered, history.add(source, request_id, config, version, k, answered)
+        return answered, history.add(source, uuid.uuid4().hex[:12], config, k, answered)
 
     async def _record(source: str, config: str, k: int | None, out: list[dict]) -> list[int] | None:
         """Keep one request's responses in the history, off the event loop; their ids."""

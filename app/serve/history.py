@@ -7,8 +7,6 @@ write.  Each call opens its own connection: the store is used from FastAPI's thr
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import math
 import sqlite3
@@ -19,6 +17,8 @@ from contextlib import closing
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
+
+from .csv_out import csv_lines
 
 SOURCES = ("verify", "batch", "passage")
 LABELS = ("SUPPORTS", "REFUTES", "NOT ENOUGH INFO")
@@ -99,10 +99,10 @@ class History:
         return db
 
     def add(
-        self, source: str, request: str, config: str, index_version: str, k: int | None,
-        responses: Sequence[dict],
-    ) -> list[int]:  # fmt: skip
-        """Store the responses of one request (one row each); their ids, in order."""
+        self, source: str, request: str, config: str, k: int | None, responses: Sequence[dict]
+    ) -> list[int]:
+        """Store the responses of one request (one row each, with the index version it answered
+        from: a request's claims may straddle a corpus switch); their ids, in order."""
         if source not in SOURCES:
             raise ValueError(f"source must be one of {', '.join(SOURCES)}, got {source!r}")
         now = time.time()
@@ -112,7 +112,7 @@ class History:
                 cur = db.execute(
                     "INSERT INTO verifications (created, source, request, config, index_version, k, claim,"
                     " label, scores, response) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (now, source, request, config, index_version, k, r["claim"], r["label"],
+                    (now, source, request, config, r["index_version"], k, r["claim"], r["label"],
                      json.dumps(r["scores"]), json.dumps(r, ensure_ascii=False)),
                 )  # fmt: skip
                 ids.append(int(cur.lastrowid))
@@ -181,22 +181,17 @@ class History:
     def export_csv(self, where: HistoryFilter) -> Iterator[str]:
         """A header line, then one row per entry (the scores in columns, the cited sentences as
         ``page (line)`` joined by "; "), oldest first."""
-        buf = io.StringIO()
-        writer = csv.writer(buf)
 
-        def line(values: Sequence) -> str:
-            buf.seek(0)
-            buf.truncate()
-            writer.writerow(values)
-            return buf.getvalue()
+        def rows() -> Iterator[Sequence]:
+            yield CSV_COLUMNS
+            for row in self._rows(where):
+                s = self._summary(row)
+                response = json.loads(row["response"])
+                cited = "; ".join(
+                    f"{e['page']} ({e['line']})" for e in response.get("evidence", []) if e.get("cited")
+                )
+                yield [s["id"], s["created"], s["source"], s["request"], s["config"], s["index_version"],
+                       "" if s["k"] is None else s["k"], s["claim"], s["label"],
+                       *(s["scores"].get(x, "") for x in LABELS), cited]  # fmt: skip
 
-        yield line(CSV_COLUMNS)
-        for row in self._rows(where):
-            s = self._summary(row)
-            response = json.loads(row["response"])
-            cited = "; ".join(
-                f"{e['page']} ({e['line']})" for e in response.get("evidence", []) if e.get("cited")
-            )
-            yield line([s["id"], s["created"], s["source"], s["request"], s["config"], s["index_version"],
-                        "" if s["k"] is None else s["k"], s["claim"], s["label"],
-                        *(s["scores"].get(x, "") for x in LABELS), cited])  # fmt: skip
+        return csv_lines(rows())

@@ -9,9 +9,8 @@ record ``garag predict`` writes (``eval.verification_eval.result_record``).
 from __future__ import annotations
 
 import concurrent.futures as cf
-import csv
 import dataclasses
-import io
+import itertools
 import json
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -23,6 +22,7 @@ from garag.datasets import Dataset, fever, hover
 from garag.types import Claim, SentenceId
 
 from .batcher import QueueFull
+from .csv_out import csv_lines
 from .job_runner import JobCancelled, JobContext
 from .jobs import Result
 
@@ -113,7 +113,8 @@ def run_claims(
             record["dataset_label"] = to_label.get(record["predicted_label"], record["predicted_label"])
             correct = None if claim.label is None else record["dataset_label"] == claim.label
             results.append(Result(idx, record["predicted_label"], claim.label, correct, record))
-        store.add_results(job.id, results, time.perf_counter() - began)
+        versions = [r["index_version"] for r in records]
+        store.add_results(job.id, results, time.perf_counter() - began, versions)
         if on_done is not None:
             on_done(job.config, len(results))
 
@@ -168,19 +169,14 @@ def download_lines(fmt: str, records: Iterable[dict]) -> Iterator[str]:
     labels = list(FEVER_LABELS)
     head = ["id", "claim", "gold_label", "predicted_label", "dataset_label", "correct",
             *(f"score {lab}" for lab in labels), "predicted_evidence", "explanation"]  # fmt: skip
-    buf = io.StringIO()
-    writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow(head)
-    for r in records:
+
+    def row(r: dict) -> list:
         gold = r.get("label")
-        writer.writerow([
+        return [
             r["id"], r["claim"], gold or "", r["predicted_label"], r["dataset_label"],
             "" if gold is None else str(r["dataset_label"] == gold).lower(),
             *(r.get("scores", {}).get(lab, "") for lab in labels),
             "; ".join(f"{p} ({n})" for p, n in r["predicted_evidence"]), r.get("explanation", ""),
-        ])  # fmt: skip
-        yield buf.getvalue()
-        buf.seek(0)
-        buf.truncate()
-    if buf.getvalue():
-        yield buf.getvalue()
+        ]  # fmt: skip
+
+    yield from csv_lines(itertools.chain([head], map(row, records)))

@@ -52,8 +52,9 @@ class JobOut(BaseModel):
     started: str | None
     finished: str | None
     error: str | None
-    index_versions: list[str] = Field(description="the corpus versions the job answered from (one unless "
-                                      "the corpus changed while it was stopped)")  # fmt: skip
+    index_versions: list[str] = Field(description="the corpus versions the job's results answered from, "
+                                      "in order (one unless the corpus changed during the job; each "
+                                      "result's index_version says which)")  # fmt: skip
     format: str = Field(description="fever, hover, csv (the uploaded file) or json")
     filename: str | None
     labelled: int = Field(description="claims with a gold label (metrics are computed over them)")

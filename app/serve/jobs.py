@@ -304,15 +304,21 @@ class JobStore:
         with self._connect() as db:
             return [(r[0], json.loads(r[1])) for r in db.execute(sql, (job_id,))]
 
-    def add_results(self, job_id: str, results: Sequence[Result], seconds: float) -> bool:
-        """Write results and count them done, in one transaction; False when the job is gone.
+    def add_results(
+        self, job_id: str, results: Sequence[Result], seconds: float, index_versions: Sequence[str] = ()
+    ) -> bool:
+        """Write results and count them done, in one transaction, adding the index versions they
+        answered from to the job's; False when the job is gone.
 
         Raises:
             sqlite3.IntegrityError: an item has a result already (nothing of the call is written).
         """
         with self._write() as db:
-            if db.execute("SELECT 1 FROM jobs WHERE id = ?", (job_id,)).fetchone() is None:
+            row = db.execute("SELECT index_versions FROM jobs WHERE id = ?", (job_id,)).fetchone()
+            if row is None:
                 return False
+            versions = json.loads(row["index_versions"])
+            versions += [v for v in dict.fromkeys(index_versions) if v and v not in versions]
             db.executemany(
                 "INSERT INTO job_results (job, idx, label, gold, correct, record) VALUES (?,?,?,?,?,?)",
                 (
@@ -322,8 +328,9 @@ class JobStore:
                 ),
             )  # fmt: skip
             db.execute(
-                "UPDATE jobs SET done = done + ?, busy_seconds = busy_seconds + ? WHERE id = ?",
-                (len(results), seconds, job_id),
+                "UPDATE jobs SET done = done + ?, busy_seconds = busy_seconds + ?, index_versions = ? "
+                "WHERE id = ?",
+                (len(results), seconds, json.dumps(versions), job_id),
             )
         return True
 

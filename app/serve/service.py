@@ -200,7 +200,8 @@ class Service:
         """Queue a batch of whole claims (ids, gold labels and evidence kept) for config ``name``, beside
         the requests, as one item: they run in one pipeline batch (with any requests waiting), whatever
         ``micro_batch`` is, as ``garag predict`` runs them.  One future, holding their records as
-        ``garag predict`` writes them (:func:`eval.verification_eval.result_record`), in order."""
+        ``garag predict`` writes them (:func:`eval.verification_eval.result_record`, with the
+        ``index_version`` they answered from), in order."""
         batcher = self.served[name].batcher
         if batcher is None:
             raise RuntimeError("the service is not ready")
@@ -221,9 +222,11 @@ class Service:
                     results = pipe.run([c for _, c in owners])
                 finally:
                     pipe.config.verifier.top_k = default_k
+                version = index_version_of(pipe)
                 for (i, _), r in zip(owners, results, strict=True):
                     if isinstance(items[i][0], tuple):
-                        out[i] = [*(out[i] or []), result_record(r, pipe.dataset)]  # type: ignore[list-item]
+                        record = result_record(r, pipe.dataset) | {"index_version": version}
+                        out[i] = [*(out[i] or []), record]  # type: ignore[list-item]
                     else:
                         out[i] = self.response(s, r, pipe)
             return out  # type: ignore[return-value]

@@ -54,7 +54,9 @@ class DenseConfig(Section):
     """Sentence-transformers encoder plus FAISS index.
 
     Attributes:
-        model: "minilm" (the offline all-MiniLM-L6-v2 package), a hub id or a local path.
+        model: "minilm" (the offline all-MiniLM-L6-v2 package), a hub id or a local path; or a
+            static encoder for large corpora on CPUs: "wordllama", "model2vec-minilm[-DIMS]" or a
+            model2vec directory (retrievers/static_encoder.py, docs/scale.md).
         batch_size: encoding batch size.
         device: "cpu", "cuda" or "auto".
         index: "auto" (flat up to ``flat_max``, else ``large_index``, each only while it fits

@@ -24,6 +24,7 @@ import os
 import shutil
 import sqlite3
 import time
+import uuid
 from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, fields
@@ -127,8 +128,8 @@ class PartitionWorker(ChunkParser):
         """Write the partition ``sentences`` ``(page_idx, line, text, links)`` to the file ``out``
         (atomically); return its counts and seconds."""
         target = Path(out)
-        tmp = target.with_name(target.name + ".tmp")
-        tmp.unlink(missing_ok=True)
+        # a name of its own: a task run twice (a lost worker's, sent again) never shares a file
+        tmp = target.with_name(f"{target.name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}")
         con = sqlite3.connect(tmp)
         stats = BuildStats()
         try:
@@ -141,8 +142,11 @@ class PartitionWorker(ChunkParser):
                 items = [(i, line, p) for (i, line, _, _), p in zip(chunk, parsed, strict=True)]
                 link_and_write(self.linker, self.graph, con, items, True, stats)
                 stats.sentences += len(chunk)
-        finally:
+        except BaseException:
             con.close()
+            tmp.unlink(missing_ok=True)
+            raise
+        con.close()
         os.replace(tmp, target)
         return stats.to_dict()
 

@@ -8,8 +8,10 @@ papers' baselines are modes: Entity (pages of V1), Mention (sentences
 mentioning V1), Entity+Mention.  GRAAL returns a set; garag ranks it so it
 can be fused: ``dense_weight * cos(claim, sentence) + connect_weight * (claim
 entities connected - 1) + bridge_weight * [on a path through V2] +
-idf_weight * IDF of the edge's rarest entity``.  Every hit keeps the paths
-that brought it (``retrieve_with_paths``, ``subgraph``).
+idf_weight * IDF of the edge's rarest entity``; the sentences' vectors are
+the dense index's, computed at index time (retrievers/graal/vectors.py), or
+else encoded through the embedding cache.  Every hit keeps the paths that
+brought it (``retrieve_with_paths``, ``subgraph``).
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from retrievers.graal.builder import GraphBuilder
 from retrievers.graal.graph_store import SENTENCE_FRAME, GraphStore
 from retrievers.graal.linker import EntityLinker, Mention, SpacyParser, word_vectors
 from retrievers.graal.paths import Subgraph, connect, load_neighbourhood
+from retrievers.graal.vectors import IndexVectors, find_index_vectors
 
 logger = logging.getLogger(__name__)
 
@@ -127,6 +130,9 @@ class GraalRetriever:
         # that retrieval has just searched, without searching it again.
         self._recent: LRU[str, GraalResult] = LRU(RECENT_RESULTS)
         self._recent_config = config
+        # the candidates' vectors computed at index time (index_vectors), looked for once per opened graph
+        self._vectors: IndexVectors | None = None
+        self._vectors_looked = False
 
     def settings(self) -> dict:
         c = self.config
@@ -207,6 +213,7 @@ class GraalRetriever:
         ``tables`` of the store that built it)."""
         self.graph = GraphStore(db_path, tables=tables)
         self._recent.clear()
+        self._vectors, self._vectors_looked = None, False
         self.linker = EntityLinker(self.graph.aliases, self.graph.page_info, **self.linker_options())
         self._n_sentences = max(self.graph.n_sentences(), 2)
 
@@ -307,6 +314,25 @@ class GraalRetriever:
                 cand.idf = max(cand.idf, self._idf(x))
                 cand.prov.append(Provenance("neighbour", tuple(sorted(names[a] for a in adjacent[x] | {x}))))
 
+    def index_vectors(self) -> IndexVectors | None:
+        """The candidates' vectors from index time (``vectors.find_index_vectors``), or None: they are
+        encoded.  Looked for at the first call after ``build``/``open``, when a pipeline has built
+        its dense index whatever the retrievers' order."""
+        if not self._vectors_looked:
+            self._vectors = find_index_vectors(self.dense_config, self.ctx, self.cache, len(self.ctx.store))
+            self._vectors_looked = True
+        return self._vectors
+
+    def use_vectors(self, vectors: IndexVectors | None) -> None:
+        """Re-rank with these vectors by store row (None: encode the candidates) instead of those
+        :meth:`index_vectors` finds (benchmarks); other vectors than the encoder's change the ranking."""
+        if vectors is not None and len(vectors) != len(self.ctx.store):
+            raise ValueError(
+                f"{vectors.source}: {len(vectors)} vectors for a store of {len(self.ctx.store)} sentences"
+            )
+        self._vectors, self._vectors_looked = vectors, True
+        self._recent.clear()
+
     def _texts(self, sids: list[SentenceId]) -> dict[SentenceId, Sentence]:
         by_page = self.ctx.store.pages(sorted({s.page for s in sids}))
         want = set(sids)
@@ -317,17 +343,11 @@ class GraalRetriever:
         sids = sorted(cands)
         if c.max_candidates and len(sids) > c.max_candidates:
             sids = sorted(sids, key=lambda s: (-len(cands[s].seeds), -cands[s].bridge, s))[: c.max_candidates]
-        texts = self._texts(sids)
-        sids = [s for s in sids if s in texts]
+        rows = self.ctx.store.rows_of_ids(sids)
+        sids = [s for s in sids if s in rows]
         if not sids:
             return []
-        sims = np.zeros(len(sids), dtype=np.float32)
-        if c.dense_weight > 0:
-            tp = self.dense_config.title_prefix
-            vecs = self.cache.encode_cached(
-                [query] + [sentence_text(s.page, texts[s].text, tp) for s in sids]
-            )
-            sims = vecs[1:] @ vecs[0]
+        sims = self._cosines(query, sids, rows) if c.dense_weight > 0 else np.zeros(len(sids), np.float32)
         scored = []
         for sid, sim in zip(sids, sims, strict=True):
             cand = cands[sid]
@@ -340,6 +360,22 @@ class GraalRetriever:
             scored.append((score, sid))
         scored.sort(key=lambda x: (-x[0], x[1]))
         return [GraalHit(Hit(sid, score, self.name, query), tuple(cands[sid].prov)) for score, sid in scored]
+
+    def _cosines(self, query: str, sids: list[SentenceId], rows: dict[SentenceId, int]) -> np.ndarray:
+        """Cosine of the claim and each candidate: the candidates' vectors are read from
+        :meth:`index_vectors` where they exist (only the claim is encoded), else encoded through
+        the embedding cache.  Both give the same vectors, laid out alike for one product."""
+        vectors = self.index_vectors()
+        if vectors is None:
+            tp, found = self.dense_config.title_prefix, self._texts(sids)
+            candidates = [sentence_text(s.page, found[s].text, tp) for s in sids]
+            vecs = self.cache.encode_cached([query] + candidates)
+        else:
+            claim = self.cache.encode_cached([query])[0]
+            vecs = np.empty((1 + len(sids), claim.shape[0]), dtype=np.float32)
+            vecs[0] = claim
+            vecs[1:] = vectors.rows([rows[s] for s in sids])
+        return vecs[1:] @ vecs[0]
 
     def search(self, query: str, mentions: list[Mention] | None = None) -> GraalResult:
         """Full graph retrieval for one claim, with timings (linking separately) and provenance."""

@@ -261,6 +261,7 @@ def test_50_pages_added_are_retrieved_without_a_restart_and_removed_are_not(http
                 else:
                     errors.append(r.text)
 
+    earlier = http.get("/v1/history?page_size=1").json()["total"]
     threads = [threading.Thread(target=hammer, args=(t,)) for t in range(4)]
     for t in threads:
         t.start()
@@ -303,6 +304,10 @@ def test_50_pages_added_are_retrieved_without_a_restart_and_removed_are_not(http
             assert store.get(SentenceId(e["page"], e["line"])).text == e["raw_text"]
         pages = {e["page"] for e in b["evidence"]}
         assert (page_name(i) in pages) if b["index_version"] == v1 else not (pages & set(NEW))
+    kept = [json.loads(x) for x in http.get("/v1/history/export?format=jsonl").text.splitlines()][earlier:]
+    assert len(kept) == len(seen)  # the history keeps the version each answer came from, the held batch's
+    assert all(e["index_version"] == e["response"]["index_version"] for e in kept)  # (v0) too
+    assert sorted(e["index_version"] for e in kept) == sorted(b["index_version"] for _, b in seen)
 
     configs_now = by_name(http.get("/v1/corpus").json())
     assert [configs_now[n]["index_version"] for n in ("baseline", "programs", "other")] == [v1, v1, other_v0]

@@ -21,6 +21,7 @@ from app.serve.app import create_app  # noqa: E402
 from .test_api import LOCAL, with_settings  # noqa: E402
 
 ONE = "The Beatles were formed in Liverpool."
+FORMULA = '=HYPERLINK("http://example.com/x", "Liverpool") was formed in 1960.'  # CSV injection
 BATCH = ["Snowpiercer is a romantic comedy.", XSS_CLAIM]
 PASSAGE = "John Lennon was born in 1940. I liked him. Sandra Bullock was never a producer."
 
@@ -110,6 +111,15 @@ def test_csv_export_round_trips_claims_with_quotes_and_markup(filled):
         assert float(row["score_SUPPORTS"]) == resp["scores"]["SUPPORTS"]
         cited = [f"{e['page']} ({e['line']})" for e in resp["evidence"] if e["cited"]]
         assert row["cited"] == "; ".join(cited)
+
+
+def test_a_claim_a_spreadsheet_would_compute_exports_as_text(service, tmp_path):
+    client = TestClient(create_app(with_settings(service, state_dir=tmp_path)), base_url=LOCAL)
+    assert client.post("/v1/verify", json={"claim": FORMULA, "config": "baseline"}).status_code == 200
+    rows = list(csv.DictReader(io.StringIO(client.get("/v1/history/export?format=csv").text)))
+    assert [r["claim"] for r in rows] == ["'" + FORMULA]
+    kept = json.loads(client.get("/v1/history/export?format=jsonl").text)
+    assert kept["claim"] == kept["response"]["claim"] == FORMULA  # the JSONL keeps it as written
 
 
 def test_history_survives_a_restart_and_entries_delete(filled, service):

@@ -93,6 +93,7 @@ def test_a_fever_file_scores_as_garag_evaluate_and_its_submission_scores_the_sam
     predicted = [json.loads(x) for x in (tmp_path / "eval" / "predictions.jsonl").read_text().splitlines()]
     keep = ("id", "label", "claim", "predicted_label", "predicted_evidence", "dataset_label", "evidence_read")
     assert [{k: r[k] for k in keep} for r in records] == [{k: p[k] for k in keep} for p in predicted]
+    assert {r["index_version"] for r in records} == set(job["index_versions"])  # each result's version
     # the official submission format, scored by garag evaluate --predictions: the same numbers
     fever = jobs.get(f"/v1/jobs/{job['id']}/results", params={"format": "fever"})
     assert fever.headers["content-disposition"] == f'attachment; filename="garag-job-{job["id"]}.fever.jsonl"'

@@ -30,15 +30,18 @@ def test_a_result_is_written_once_with_its_progress(tmp_path):
         "claims",
         {"name": "four"},
     )
-    assert store.add_results(job.id, [Result(0, "SUPPORTS", None, None, {"i": 0})], 0.5)
-    assert [i for i, _ in store.pending(job.id)] == [1, 2, 3]
+    assert store.add_results(job.id, [Result(0, "SUPPORTS", None, None, {"i": 0})], 0.5, ["v1", "v1"])
+    assert [i for i, _ in store.pending(job.id)] == [1, 2, 3] and store.get(job.id).index_versions == ["v1"]
     with pytest.raises(sqlite3.IntegrityError):  # item 0 again, beside a new one: nothing is written
         store.add_results(
-            job.id, [Result(1, "REFUTES", None, None, {}), Result(0, "REFUTES", None, None, {})], 1
+            job.id, [Result(1, "REFUTES", None, None, {}), Result(0, "REFUTES", None, None, {})], 1, ["v9"]
         )
     after = store.get(job.id)
+    assert after.index_versions == ["v1"]  # nothing of the failed call, its version neither
     assert (after.done, after.busy_seconds) == (1, 0.5) and [i for i, _ in store.pending(job.id)] == [1, 2, 3]
     assert store.results(job.id)[0] == 1
+    assert store.add_results(job.id, [Result(1, "REFUTES", None, None, {})], 0.5, ["v2", "v1"])
+    assert store.get(job.id).index_versions == ["v1", "v2"]  # a corpus switch during the job
     db = sqlite3.connect(tmp_path / "jobs.sqlite")
     assert db.execute("PRAGMA journal_mode").fetchone() == ("wal",)
 
@@ -67,7 +70,9 @@ def test_the_runner_runs_a_registered_kind_and_fails_a_job_with_one_line(tmp_pat
     def echo(ctx):
         for idx, item in ctx.store.pending(ctx.job.id):
             ctx.check()
-            ctx.store.add_results(ctx.job.id, [Result(idx, None, None, None, {"echo": item["text"]})], 0.01)
+            version = ctx.service.index_version(ctx.job.config)
+            result = Result(idx, None, None, None, {"echo": item["text"]})
+            ctx.store.add_results(ctx.job.id, [result], 0.01, [version])
         seen.append(ctx.job.id)
         return {"n": ctx.job.total}
 

@@ -91,6 +91,35 @@ def test_finished_out_dir_saved_before_train_precision_is_reused(
                 train_verifier(train, val, toy_config(), str(tiny_base), copy, progress=False)
 
 
+def test_the_same_base_model_elsewhere_reuses_the_run_and_another_does_not(
+    trained: tuple[TrainResult, Path], tiny_base: Path, tmp_path: Path, toy_data, toy_config
+) -> None:
+    """The base model is known by its files, not its path: a copy (another virtualenv) reuses a
+    finished run, also one saved when the path was stored; a model with other weights does not."""
+    import shutil
+
+    result, out_dir = trained
+    train, val = toy_data
+    moved = tmp_path / "other-venv" / "model"
+    shutil.copytree(tiny_base, moved)
+    stored = json.loads((out_dir / "result.json").read_text())["settings"]["base_model"]
+    assert stored.startswith("files:") and str(tiny_base) not in stored
+    again = train_verifier(train, val, toy_config(), str(moved), out_dir, progress=False)
+    assert again.best_val == result.best_val and again.steps == result.steps
+    old = tmp_path / "saved-with-a-path"
+    shutil.copytree(out_dir, old)
+    done = json.loads((old / "result.json").read_text())
+    done["settings"]["base_model"] = str(tiny_base)  # as runs were saved before model_key
+    (old / "result.json").write_text(json.dumps(done))
+    assert train_verifier(train, val, toy_config(), str(moved), old, progress=False).steps == result.steps
+    other = tmp_path / "other-weights"
+    shutil.copytree(tiny_base, other)
+    weights = other / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[:-8] + b"\x00" * 8)
+    with pytest.raises(ValueError, match="different settings.*base_model"):
+        train_verifier(train, val, toy_config(), str(other), out_dir, progress=False)
+
+
 def test_resume_continues_from_the_checkpoint(
     trained: tuple[TrainResult, Path], tiny_base: Path, tmp_path: Path, toy_data, toy_config
 ) -> None:

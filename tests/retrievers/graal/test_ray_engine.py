@@ -1,6 +1,7 @@
 """``garag index --engine ray``: the graph build by Ray actors on a local Ray (2 workers), whether
 they build whole partitions or only parse, gives exactly the graph of a single-process build; an
-interrupted Ray build restarts cleanly."""
+interrupted Ray build restarts cleanly; pools are sized from the cluster's resources.  The same
+build on a cluster of several nodes, with failures: ``test_ray_cluster.py``."""
 
 from __future__ import annotations
 
@@ -156,3 +157,31 @@ def test_ray_address_without_the_ray_engine_is_one_line(tmp_path: Path):
     out = _index(_config(tmp_path, tmp_path / "cache-x"), "--ray-address", "auto")
     assert out.returncode == 2
     assert out.stderr.strip().splitlines()[-1] == "garag: error: --ray-address needs --engine ray"
+
+
+def test_pools_are_sized_from_the_cluster():
+    from retrievers.graal.ray_engine import DRIVER_CPUS, cpu_pool_size, encoder_pool_size
+    from retrievers.graal.ray_pool import Resources
+
+    cluster = {"CPU": 16.0, "memory": 1e11}
+    assert cpu_pool_size(cluster, None, DRIVER_CPUS["partitions"]) == (16, Resources(cpus=1.0))
+    # the driver links and writes every sentence while actors only parse: it keeps a CPU
+    assert cpu_pool_size(cluster, None, DRIVER_CPUS["parsers"]) == (15, Resources(cpus=1.0))
+    assert cpu_pool_size(cluster, 4, 1) == (4, Resources(cpus=1.0))  # --ray-workers
+    assert cpu_pool_size({"CPU": 2.0}, 3, 0) == (3, Resources(cpus=0.666))  # more actors than CPUs
+    with pytest.raises(ValueError, match="no CPU"):
+        cpu_pool_size({"GPU": 1.0}, None, 0)
+    # encoders: a GPU each when the cluster has GPUs and dense.device allows, else CPU actors
+    gpus = {"CPU": 32.0, "GPU": 2.0}
+    assert encoder_pool_size(gpus, None, "auto") == (2, Resources(cpus=1.0, gpus=1.0), "cuda")
+    assert encoder_pool_size(gpus, 4, "cuda") == (4, Resources(cpus=1.0, gpus=0.5), "cuda")
+    assert encoder_pool_size(gpus, None, "cpu") == (32, Resources(cpus=1.0), "cpu")
+    assert encoder_pool_size(cluster, None, "auto") == (16, Resources(cpus=1.0), "auto")
+    with pytest.raises(ValueError, match="no GPU"):
+        encoder_pool_size(cluster, None, "cuda")
+
+
+def test_ray_workers_without_the_ray_engine_is_one_line(tmp_path: Path):
+    out = _index(_config(tmp_path, tmp_path / "cache-x"), "--ray-workers", "2")
+    assert out.returncode == 2
+    assert out.stderr.strip().splitlines()[-1] == "garag: error: --ray-workers needs --engine ray"
