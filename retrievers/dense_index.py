@@ -198,7 +198,16 @@ class VectorWriter:
 
 
 class VectorFile:
-    """Rows of a float32 ``.npy`` matrix read with plain file reads (no memory map)."""
+    """Rows of a 2-d C-order float32 (or float16) ``.npy`` matrix, read with plain file reads: the
+    OS page cache holds the file, not this process (no memory map whose touched pages would count
+    in its RSS).  Rows come back as float32; float16 rows are converted, not re-normalised.
+
+    Raises (constructor):
+        OSError: the file cannot be read.
+        ValueError: not such a matrix, or shorter than its header says (truncated).
+    """
+
+    DTYPES = ("<f4", "<f2")
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
@@ -211,23 +220,32 @@ class VectorFile:
             )
             shape, fortran, dtype = read_header(f)
             self._offset = f.tell()
-        if len(shape) != 2 or fortran or dtype != np.dtype("<f4"):
-            raise ValueError(f"{self.path}: not a C-order float32 matrix ({dtype}, {shape})")
+        if len(shape) != 2 or fortran or dtype.str not in self.DTYPES:
+            raise ValueError(f"{self.path}: not a 2-d C-order float32/float16 matrix ({dtype}, shape {shape})")
         self.shape: tuple[int, int] = (int(shape[0]), int(shape[1]))
-        self._row = 4 * self.shape[1]
+        self.dtype: str = dtype.str
+        self._row = dtype.itemsize * self.shape[1]
+        if self.path.stat().st_size < self._offset + self.shape[0] * self._row:
+            raise ValueError(f"{self.path}: shorter than its {self.shape} matrix (truncated)")
 
     def read(self, start: int, stop: int) -> np.ndarray:
         """Rows ``start .. stop - 1``."""
         count = (stop - start) * self.shape[1]
         with open(self.path, "rb") as f:
             f.seek(self._offset + start * self._row)
-            out = np.fromfile(f, dtype="<f4", count=count)
+            out = np.fromfile(f, dtype=self.dtype, count=count)
         if out.size != count:
             raise ValueError(f"{self.path}: rows {start}..{stop - 1} are past the end of the file")
-        return out.reshape(stop - start, self.shape[1])
+        return out.reshape(stop - start, self.shape[1]).astype(np.float32, copy=False)
 
-    def take(self, rows: np.ndarray) -> np.ndarray:
-        """The given rows (any order, repeats allowed): one read per run of consecutive rows."""
+    def take(self, rows: list[int] | np.ndarray) -> np.ndarray:
+        """The given rows (any order, repeats allowed): one read per run of consecutive rows (at
+        most ``ADD_CHUNK`` rows a read), every run asked for first (``POSIX_FADV_WILLNEED``), so
+        rows not in the page cache come from disk in parallel, not one read after another.
+
+        Raises:
+            ValueError: a row outside ``0..N-1``.
+        """
         rows = np.asarray(rows, dtype=np.int64).reshape(-1)
         out = np.empty((len(rows), self.shape[1]), dtype=np.float32)
         if not len(rows):
@@ -235,20 +253,26 @@ class VectorFile:
         order = np.argsort(rows, kind="stable")
         ordered = rows[order]
         if ordered[0] < 0 or ordered[-1] >= self.shape[0]:
-            raise ValueError(f"{self.path}: row ids out of range 0..{self.shape[0] - 1}")
-        # runs of rows r, r+1, ... (a repeat continues a run: its row is read once), at most
-        # ADD_CHUNK rows each: each is read straight into one buffer, then placed
+            bad = rows[(rows < 0) | (rows >= self.shape[0])][:5].tolist()
+            raise ValueError(f"{self.path}: row ids out of range 0..{self.shape[0] - 1}: {bad}")
+        # runs of rows r, r+1, ... (a repeat continues a run: its row is read once), cut every
+        # ADD_CHUNK rows
+        block_of = (ordered - ordered[0]) // ADD_CHUNK
         breaks = np.diff(ordered, prepend=ordered[0] - 2) > 1
-        breaks |= (ordered - ordered[0]) // ADD_CHUNK != np.roll((ordered - ordered[0]) // ADD_CHUNK, 1)
+        breaks[1:] |= block_of[1:] != block_of[:-1]
         starts = np.flatnonzero(breaks)
         ends = np.append(starts[1:], len(ordered))
+        spans = [(int(ordered[a]), int(ordered[b - 1]) + 1) for a, b in zip(starts, ends, strict=True)]
         fd = os.open(self.path, os.O_RDONLY)
         try:
-            for a, b in zip(starts.tolist(), ends.tolist(), strict=True):
-                first, last = int(ordered[a]), int(ordered[b - 1])
-                block = np.empty((last - first + 1, self.shape[1]), dtype="<f4")
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_RANDOM)  # no read-ahead around a few rows
+            for first, stop in spans if len(spans) > 1 else ():
+                os.posix_fadvise(fd, self._offset + first * self._row, (stop - first) * self._row,
+                                 os.POSIX_FADV_WILLNEED)  # fmt: skip
+            for (first, stop), a, b in zip(spans, starts, ends, strict=True):
+                block = np.empty((stop - first, self.shape[1]), dtype=self.dtype)
                 if os.preadv(fd, [block], self._offset + first * self._row) != block.nbytes:
-                    raise ValueError(f"{self.path}: rows {first}..{last} are past the end of the file")
+                    raise ValueError(f"{self.path}: rows {first}..{stop - 1} are past the end of the file")
                 out[order[a:b]] = block[ordered[a:b] - first]
         finally:
             os.close(fd)

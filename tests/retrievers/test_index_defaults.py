@@ -125,7 +125,7 @@ def test_vector_file_round_trip(tmp_path: Path):
     with pytest.raises(ValueError, match="do not fit"), VectorWriter(tmp_path / "w.npy", 4, 16) as w:
         w.write(x[:5])
     np.save(tmp_path / "ints.npy", np.zeros((3, 2), dtype=np.int64))
-    with pytest.raises(ValueError, match="not a C-order float32 matrix"):
+    with pytest.raises(ValueError, match="not a 2-d C-order float32/float16 matrix"):
         VectorFile(tmp_path / "ints.npy")
 
 
