@@ -162,7 +162,7 @@ def child_dense_build(spec: dict) -> dict:
     config = DenseConfig(index=spec["kind"])
     vectors = PhasedFile(spec["vectors"])
     n, dim = vectors.shape
-    settings = index_settings(config, spec["kind"], n)
+    settings = index_settings(config, spec["kind"], n, dim)
     rss, t, cpu = _rss_mb(), time.perf_counter(), time.process_time()
     index = build_index(vectors, settings)
     add_peak = _peak_mb()

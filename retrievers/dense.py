@@ -99,13 +99,15 @@ class FaissDenseRetriever:
         """Everything that changes the artifact (search-time knobs excluded), for ``n`` sentences
         (default: the store's)."""
         n = len(self.ctx.store) if n is None else n
-        # auto weighs each kind's memory, which needs the vectors' dimension (a model load)
-        kind = choose_index(self.config, n, self.encoder.dim if self.config.index == "auto" else 0)
+        # auto weighs each kind's memory and ivf_pq splits the vectors: both need their
+        # dimension (a model load)
+        dim = self.encoder.dim if self.config.index in ("auto", "ivf_pq") else 0
+        kind = choose_index(self.config, n, dim)
         return {
             "model_identity": self.encoder.identity,
             "title_prefix": self.config.title_prefix,
             "cache_dtype": self.cache.dtype.name,
-            **index_settings(self.config, kind, n),
+            **index_settings(self.config, kind, n, dim),
         }
 
     def build(self, force: bool = False) -> Path:

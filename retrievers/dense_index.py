@@ -62,6 +62,20 @@ def ivf_train_size(n: int, nlist: int) -> int:
     return min(n, IVF_TRAIN_PER_LIST * nlist, IVF_TRAIN_MAX)
 
 
+def pq_bytes(config: DenseConfig, dim: int) -> int:
+    """IVF-PQ bytes per vector: ``dense.pq_m``, or with 0 one per 8 dimensions (the largest
+    divisor of ``dim`` up to ``dim / 8``).
+
+    Raises:
+        ValueError: ``dense.pq_m`` does not divide ``dim``.
+    """
+    if config.pq_m:
+        if dim % config.pq_m:
+            raise ValueError(f"dense.pq_m: {dim}-d vectors do not split into {config.pq_m} sub-vectors")
+        return config.pq_m
+    return max(m for m in range(1, max(1, dim // 8) + 1) if dim % m == 0)
+
+
 def index_memory(kind: str, n: int, dim: int, config: DenseConfig) -> int:
     """Bytes an index of ``kind`` over ``n`` vectors of ``dim`` floats holds at its peak, in its
     build or its search (the process's own baseline excluded)."""
@@ -72,7 +86,7 @@ def index_memory(kind: str, n: int, dim: int, config: DenseConfig) -> int:
         links = 4 * 2 * config.hnsw_m * (1 + 1 / max(config.hnsw_m - 1, 1))
         return int(n * (GROWTH * vector + links)) + ADD_CHUNK * vector
     nlist = ivf_nlist(config, n)
-    code = vector if kind == "ivf" else config.pq_m
+    code = vector if kind == "ivf" else pq_bytes(config, dim)
     lists = int(GROWTH * n * (code + IVF_ID_BYTES))
     train = int(IVF_TRAIN_COPIES * ivf_train_size(n, nlist) * vector)
     return nlist * vector + max(lists + ADD_CHUNK * vector, train)
@@ -93,14 +107,19 @@ def choose_index(config: DenseConfig, n: int, dim: int) -> str:
     return "ivf_pq"
 
 
-def index_settings(config: DenseConfig, kind: str, n: int) -> dict:
-    """What changes an index of ``kind`` over ``n`` vectors (for the artifact's hash)."""
+def index_settings(config: DenseConfig, kind: str, n: int, dim: int) -> dict:
+    """What changes an index of ``kind`` over ``n`` vectors of ``dim`` floats (for the artifact's
+    hash; ``dim`` is read only by ivf_pq).
+
+    Raises:
+        ValueError: settings this index cannot be built with (checked before any encoding).
+    """
     settings: dict = {"index": kind}
     if kind in ("ivf", "ivf_pq"):
         settings["ivf_nlist"] = ivf_nlist(config, n)
         settings["ivf_train"] = ivf_train_size(n, settings["ivf_nlist"])
     if kind == "ivf_pq":
-        settings["pq_m"] = config.pq_m
+        settings["pq_m"] = pq_bytes(config, dim)
     elif kind == "hnsw":
         settings["hnsw_m"] = config.hnsw_m
     return settings

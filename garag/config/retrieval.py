@@ -74,6 +74,8 @@ class DenseConfig(Section):
             training sample of 262,144 vectors trains, 64 each).
         ivf_nprobe: IVF cells searched per query.
         pq_m: ivf_pq: bytes per vector (sub-quantizers of 8 bits); must divide the dimension.
+            0 (the default): one byte per 8 dimensions (48 for MiniLM's 384, 32 for wordllama's
+            256, 96 for mpnet's 768).
         pq_refine: ivf_pq: ``k * pq_refine`` candidates are re-scored exactly from the stored
             vectors before the top ``k`` are kept.
         hnsw_m, hnsw_ef_search: HNSW parameters.
@@ -82,7 +84,7 @@ class DenseConfig(Section):
     """
 
     section: ClassVar[str] = "dense"
-    HASH_OPTIONAL: ClassVar[dict[str, object]] = {"pq_m": 48, "pq_refine": 4, "index_memory_gb": 3.0}
+    HASH_OPTIONAL: ClassVar[dict[str, object]] = {"pq_m": 0, "pq_refine": 4, "index_memory_gb": 3.0}
     model: Str = "minilm"
     batch_size: Int = Field(128, ge=1)
     device: Literal["auto", "cpu", "cuda", "mps"] = "auto"
@@ -92,7 +94,7 @@ class DenseConfig(Section):
     index_memory_gb: Float = Field(3.0, gt=0)
     ivf_nlist: Int = Field(0, ge=0)
     ivf_nprobe: Int = Field(32, ge=1)
-    pq_m: Int = Field(48, ge=1)
+    pq_m: Int = Field(0, ge=0)
     pq_refine: Int = Field(4, ge=1)
     hnsw_m: Int = Field(32, ge=2)
     hnsw_ef_search: Int = Field(128, ge=1)

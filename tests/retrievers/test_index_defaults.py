@@ -23,6 +23,7 @@ from retrievers.dense_index import (
     choose_index,
     index_memory,
     index_settings,
+    pq_bytes,
     ivf_nlist,
     ivf_train_size,
 )
@@ -78,8 +79,19 @@ def test_ivf_training_sample_and_cells_are_capped():
     assert ivf_nlist(config, FULL_FEVER) == IVF_TRAIN_MAX // 64 == 4_096
     assert ivf_train_size(FULL_FEVER, ivf_nlist(config, FULL_FEVER)) == IVF_TRAIN_MAX
     assert ivf_train_size(320, 4) == 320 and ivf_train_size(50_000, 100) == 25_600
-    settings = index_settings(config, "ivf_pq", FULL_FEVER)
+    settings = index_settings(config, "ivf_pq", FULL_FEVER, 384)
     assert settings == {"index": "ivf_pq", "ivf_nlist": 4_096, "ivf_train": 262_144, "pq_m": 48}
+
+
+def test_pq_bytes_follow_the_dimension_unless_set():
+    # 0 = a byte per 8 dimensions: MiniLM's 48 as before, and 256-d (wordllama) and 768-d get
+    # sub-vectors that divide them (48 does not divide 256: the build failed after encoding)
+    assert [pq_bytes(DenseConfig(), d) for d in (384, 256, 768, 100)] == [48, 32, 96, 10]
+    assert index_settings(DenseConfig(), "ivf_pq", FULL_FEVER, 256)["pq_m"] == 32
+    assert pq_bytes(DenseConfig(pq_m=16), 256) == 16
+    with pytest.raises(ValueError, match="dense.pq_m: 256-d vectors do not split into 48"):
+        index_settings(DenseConfig(pq_m=48), "ivf_pq", FULL_FEVER, 256)
+    assert "pq_m" not in DenseConfig().hash_dump() and DenseConfig(pq_m=32).hash_dump()["pq_m"] == 32
 
 
 def test_default_hashes_are_the_ones_built_before():
@@ -142,7 +154,7 @@ def test_ivf_pq_built_from_the_file_in_blocks(tmp_path: Path, monkeypatch: pytes
     """The blocks and the row-by-row training sample give the index of the whole matrix at once."""
     monkeypatch.setattr("retrievers.dense_index.ADD_CHUNK", 256)
     x = _vectors(tmp_path / "v.npy", 2_000, 32)
-    settings = index_settings(DenseConfig(pq_m=8), "ivf_pq", 2_000)
+    settings = index_settings(DenseConfig(pq_m=8), "ivf_pq", 2_000, 32)
     index = build_index(VectorFile(tmp_path / "v.npy"), settings)
     rows = np.sort(np.random.default_rng(1234).choice(2_000, size=settings["ivf_train"], replace=False))
     whole = faiss.IndexIVFPQ(
