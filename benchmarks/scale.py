@@ -47,12 +47,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
-from scale_corpus import FEVER_PAGES, TITLES, copy_id, projection, report, write_corpus
+from scale_corpus import FEVER_PAGES, TITLES, copy_id, fit_exponents, projection, report, write_corpus
 
 REPO = Path(__file__).resolve().parent.parent
 OUT = REPO / "benchmarks" / "results"
 SEED = 20240601
-PARTS = ("store", "graph", "graal", "pages", "bm25", "bm25_add", "faiss")
+PARTS = ("store", "graph", "dense", "dense_query", "graal", "pages", "bm25", "bm25_add", "faiss")
 CHAIN = ("corpus", "store", "graph", "graal")  # each needs the one before it
 ONE_THREAD = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
 
@@ -131,20 +131,23 @@ def part_store(args: argparse.Namespace, work: Path) -> dict:
     }
 
 
-def _graal(work: Path, overrides: list[str]) -> tuple:
+def _graal(args: argparse.Namespace, work: Path, overrides: list[str]) -> tuple:
+    """GRAAL of configs/graph.yaml with ``dense.model = --dense-model`` (the encoder is part of the
+    graph's artifact hash, so the graph and graal parts must agree; the graph build itself, with
+    ``disambiguation: words``, encodes nothing)."""
     from garag.config import load_config
     from garag.store import SentenceStore
     from retrievers.base import IndexContext
     from retrievers.graal.retriever import GraalRetriever
 
-    cfg = load_config(REPO / "configs" / "graph.yaml", overrides)
+    cfg = load_config(REPO / "configs" / "graph.yaml", [f"dense.model={args.dense_model}", *overrides])
     stamp = (work / "params.json").read_text(encoding="utf-8")
     ctx = IndexContext(SentenceStore(work / "store.db"), work / "cache", f"scale:{stamp}", progress=False)
     return GraalRetriever(cfg.graal, cfg.dense, ctx), cfg
 
 
 def part_graph(args: argparse.Namespace, work: Path) -> dict:
-    retriever, cfg = _graal(work, [f"graal.workers={args.workers}"])
+    retriever, cfg = _graal(args, work, [f"graal.workers={args.workers}"])
     store = retriever.ctx.store  # counted in SQL: its page index is not what a build holds
     n, pages = len(store), store.con.execute("SELECT COUNT(*) FROM pages").fetchone()[0]
     from retrievers.graal.linker import word_vectors
@@ -221,6 +224,7 @@ def _graph_half(args: argparse.Namespace, work: Path) -> dict:
     cmd = [sys.executable, __file__, "--sentences", str(args.sentences // 2), "--parts", "graph"]
     cmd += ["--workers", str(args.workers), "--seed", str(args.seed), "--titles", args.titles]
     cmd += ["--base-pages", str(args.base_pages), "--workdir", str(half), "--out", str(half / "out")]
+    cmd += ["--dense-model", args.dense_model]
     print(f"scale: graph at {args.sentences // 2:,} sentences ...", file=sys.stderr, flush=True)
     done = subprocess.run(cmd, capture_output=True, text=True)
     if done.returncode:
@@ -261,7 +265,7 @@ def part_graal(args: argparse.Namespace, work: Path) -> dict:
 
     for d in (work / "cache").glob("embeddings-*"):
         shutil.rmtree(d)  # a cold embedding cache
-    retriever, cfg = _graal(work, [])
+    retriever, cfg = _graal(args, work, [])
     t = time.perf_counter()
     retriever.build()  # reuses the graph part's artifact
     open_s = time.perf_counter() - t
@@ -293,14 +297,165 @@ def part_graal(args: argparse.Namespace, work: Path) -> dict:
     cold = summary([timed(c) for c in rerank])
     encoded = retriever.encoder.texts_encoded - encoded
     warm = summary([timed(c) for c in rerank])
+    paths, vectors = None, retriever.index_vectors()
+    if vectors is not None:  # the dense part's vectors.npy: GRAAL's cold queries read its rows
+        from graal_cold import cold_latency
+
+        paths = cold_latency(retriever, rerank, vectors, work / "graal-cold", from_disk=True)
+        paths["dense_model"] = args.dense_model
     return {
         "sentences": len(retriever.ctx.store),
         "open_seconds": open_s,
+        "cold_paths": paths,
         "torch_threads": torch.get_num_threads(),
         "graph_only": graph_only,
         "rerank_cold": cold,
         "rerank_warm": warm,
         "rerank_sentences_encoded": encoded,
+        "peak_rss_mb": _peak_mb(),
+    }
+
+
+# -- the dense retriever over the store, as `garag index` builds and the retriever searches it ------
+
+
+def _dense(args: argparse.Namespace, work: Path) -> tuple:
+    """The dense retriever of configs/graph.yaml with ``dense.model = --dense-model`` over the
+    store (``dense.index: auto``, the default), in the cache GRAAL's part reads its vectors from."""
+    from garag.config import load_config
+    from garag.store import SentenceStore
+    from retrievers.base import IndexContext
+    from retrievers.dense import FaissDenseRetriever
+
+    cfg = load_config(REPO / "configs" / "graph.yaml", [f"dense.model={args.dense_model}"])
+    stamp = (work / "params.json").read_text(encoding="utf-8")
+    ctx = IndexContext(SentenceStore(work / "store.db"), work / "cache", f"scale:{stamp}", progress=False)
+    return FaissDenseRetriever(cfg.dense, ctx), cfg
+
+
+def part_dense(args: argparse.Namespace, work: Path) -> dict:
+    """``FaissDenseRetriever.build`` over every sentence of the store: encoding into the embedding
+    cache and ``vectors.npy``, then the index ``auto`` picks, built from that file; each phase's
+    wall and CPU seconds and the process's peak RSS before the index phase and at the end."""
+    import retrievers.dense as dense_mod
+    from retrievers.dense_index import VectorFile
+
+    for d in (work / "cache").glob("embeddings-*"):
+        shutil.rmtree(d)  # every sentence encoded, none read from an earlier run's cache
+    retriever, _ = _dense(args, work)
+    retriever.encoder.encode(["warm up"])  # the model loads before the clock starts
+    phases: dict = {}
+    build_index = dense_mod.build_index
+
+    def timed_build(vectors, settings):  # noqa: ANN001, ANN202
+        phases["encode_end"] = (time.perf_counter(), _cpu(), _peak_mb())
+        index = build_index(vectors, settings)
+        phases["index_end"] = (time.perf_counter(), _cpu())
+        return index
+
+    dense_mod.build_index = timed_build
+    read = VectorFile.read
+
+    def phased_read(self, start: int, stop: int):  # noqa: ANN001, ANN202 - the first add block ends training
+        if start == 0 and "train_end" not in phases and "encode_end" in phases:
+            phases["train_end"] = (time.perf_counter(), _cpu())
+        return read(self, start, stop)
+
+    VectorFile.read = phased_read
+    before, t, cpu = _peak_mb(), time.perf_counter(), _cpu()
+    path = retriever.build(force=True)
+    wall, cpu_all = time.perf_counter() - t, _cpu() - cpu
+    meta = json.loads((path / "meta.json").read_text(encoding="utf-8"))
+    t1, cpu1, peak_encode = phases["encode_end"]
+    t2, cpu2 = phases["index_end"]
+    tt, cput = phases.get("train_end", (t1, cpu1))
+    n = len(retriever.ctx.store)
+    (work / "dense.json").write_text(json.dumps({"artifact": str(path)}), encoding="utf-8")
+    return {
+        "sentences": n,
+        "model": args.dense_model,
+        "dim": meta["dim"],
+        "index": meta["index_type"],
+        "settings": {k: v for k, v in retriever.settings().items() if k != "model_identity"},
+        "seconds": wall,
+        "cpu_seconds": cpu_all,
+        "encode_seconds": t1 - t,
+        "encode_cpu_seconds": cpu1 - cpu,
+        "encode_sentences_per_core_second": n / (cpu1 - cpu),
+        "index_seconds": t2 - t1,
+        "index_cpu_seconds": cpu2 - cpu1,
+        "train_seconds": tt - t1,
+        "train_cpu_seconds": cput - cpu1,
+        "add_seconds": t2 - tt,
+        "add_cpu_seconds": cpu2 - cput,
+        "faiss_threads": __import__("faiss").omp_get_max_threads(),
+        "peak_rss_mb_before": before,
+        "peak_rss_mb_encode": peak_encode,
+        "peak_rss_mb": _peak_mb(),
+        "index_mb": (path / "index.faiss").stat().st_size / 2**20,
+        "vectors_mb": (path / "vectors.npy").stat().st_size / 2**20,
+        "embedding_cache_mb": sum(
+            f.stat().st_size
+            for d in (work / "cache").glob("embeddings-*")
+            for f in d.rglob("*")
+            if f.is_file()
+        )
+        / 2**20,
+    }
+
+
+def part_dense_query(args: argparse.Namespace, work: Path) -> dict:
+    """The dense part's index searched as the retriever searches it (IVF-PQ's candidates re-scored
+    exactly from vectors.npy): one claim at a time and batched, and its recall@10/@100 against
+    exact search over the same real-text vectors (brute force over vectors.npy in blocks)."""
+    from retrievers.dense_index import ADD_CHUNK, VectorFile
+
+    retriever, _ = _dense(args, work)
+    t = time.perf_counter()
+    retriever.build()  # loads the dense part's artifact
+    open_s = time.perf_counter() - t
+    claims = _queries(args.queries)
+    retriever.encode_queries(claims[:4])  # the model loads before the clock starts
+    retriever.clear_query_cache()
+    t = time.perf_counter()
+    q = retriever.encode_queries(claims)
+    encode_ms = (time.perf_counter() - t) * 1000 / len(claims)
+    one, rows = [], []
+    for i in range(len(claims)):
+        t = time.perf_counter()
+        _, r = retriever.search(q[i : i + 1], 100)
+        one.append((time.perf_counter() - t) * 1000)
+        rows.append(r[0])
+    t = time.perf_counter()
+    retriever.search(q, 100)
+    batched_qps = len(claims) / (time.perf_counter() - t)
+    search_peak = _peak_mb()
+    vectors = VectorFile(retriever.path / "vectors.npy")
+    best_s = np.full((len(claims), 100), -np.inf, dtype=np.float32)
+    best_r = np.zeros((len(claims), 100), dtype=np.int64)
+    t = time.perf_counter()
+    for start in range(0, vectors.shape[0], ADD_CHUNK * 4):
+        block = vectors.read(start, min(vectors.shape[0], start + ADD_CHUNK * 4))
+        sims = q @ block.T
+        top = np.argpartition(-sims, min(100, sims.shape[1] - 1), axis=1)[:, :100]
+        cand_s = np.concatenate([best_s, np.take_along_axis(sims, top, 1)], axis=1)
+        cand_r = np.concatenate([best_r, top + start], axis=1)
+        keep = np.argsort(-cand_s, axis=1, kind="stable")[:, :100]
+        best_s, best_r = np.take_along_axis(cand_s, keep, 1), np.take_along_axis(cand_r, keep, 1)
+    exact_s = time.perf_counter() - t
+    got = np.stack(rows)
+    return {
+        "sentences": vectors.shape[0],
+        "index": retriever.meta["index_type"],
+        "queries": len(claims),
+        "open_seconds": open_s,
+        "query_encode_ms": encode_ms,
+        "search_top100_ms": _stats(one),
+        "batched_queries_per_second": batched_qps,
+        "recall_at_10": _overlap(got[:, :10], best_r[:, :10]),
+        "recall_at_100": _overlap(got, best_r),
+        "exact_search_seconds": exact_s,
+        "peak_rss_mb_search": search_peak,
         "peak_rss_mb": _peak_mb(),
     }
 
@@ -603,6 +758,7 @@ def _overlap(ids: np.ndarray, truth: np.ndarray) -> float:
 # -- driver -------------------------------------------------------------------------------------------
 
 RUN = {"corpus": part_corpus, "store": part_store, "graph": part_graph, "graal": part_graal,
+       "dense": part_dense, "dense_query": part_dense_query,
        "pages": part_pages, "bm25": part_bm25, "bm25_half": part_bm25_half, "bm25_add": part_bm25_add,
        "bm25_add_oneshot": part_bm25_add_oneshot, "faiss": part_faiss}  # fmt: skip
 
@@ -617,6 +773,11 @@ def main(argv: list[str] | None = None) -> int:
         "--rerank-queries", type=int, default=50, help="claims timed with GRAAL's MiniLM re-ranking"
     )
     ap.add_argument("--sample", type=int, default=20_000, help="real sentences encoded for the FAISS part")
+    ap.add_argument(
+        "--dense-model",
+        default="wordllama",
+        help="dense.model of the dense and graal parts (wordllama: docs/scale.md's choice for large corpora)",
+    )
     ap.add_argument("--no-hnsw", action="store_true", help="skip the HNSW index (its 1M build is slow)")
     ap.add_argument("--workers", type=int, default=2, help="worker processes of the graph build")
     ap.add_argument(
@@ -637,6 +798,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--workdir", type=Path, help="keep corpus, store and graph here (later runs reuse them)")
     ap.add_argument("--out", type=Path, default=OUT, help="where scale.json and scale.md go")
+    ap.add_argument(
+        "--fit-from",
+        type=Path,
+        help="a scale.json of the same parts at another size: the projection fits the scaling between them",
+    )
     ap.add_argument("--part", choices=tuple(RUN), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.part:
@@ -667,6 +833,7 @@ def main(argv: list[str] | None = None) -> int:
             plan.append(stage)
             stale = True
     plan += [p for p in PARTS if p in requested and p not in CHAIN]
+    plan.sort(key=("corpus", *PARTS).index)  # graal after dense: its cold queries read dense's vectors
     command = "python benchmarks/scale.py " + " ".join(argv)
     results = {}
     try:
@@ -690,7 +857,23 @@ def main(argv: list[str] | None = None) -> int:
     path = args.out / "scale.json"
     old = json.loads(path.read_text(encoding="utf-8")).get("parts", {}) if path.is_file() else {}
     parts = {k: v for k, v in old.items() if v.get("params") == params} | results
-    result = {"params": params, "cpus": os.cpu_count(), "parts": parts, "projection": projection(parts)}
+    fit = {}
+    if args.fit_from:  # the same parts measured at another size: the scaling between the two
+        small = json.loads(args.fit_from.read_text(encoding="utf-8"))["parts"]
+        fit = (
+            fit_exponents(small, parts)
+            if params["sentences"]
+            > max((p["sentences"] for p in small.values() if "sentences" in p), default=0)
+            else fit_exponents(parts, small)
+        )
+    gpu = REPO / "benchmarks" / "results" / "gpu_encode.json"
+    gpu_rate = None
+    if gpu.is_file():  # MiniLM through the embedding cache on one H200 (benchmarks/gpu_encode.md)
+        runs = json.loads(gpu.read_text(encoding="utf-8"))["runs"]
+        gpu_rate = max(r["sentences_per_s"] for r in runs if r["device"] == "cuda" and "cache" in r["what"])
+    proj = projection(parts, fit, gpu_rate)
+    result = {"params": params, "cpus": os.cpu_count(), "parts": parts, "projection": proj,
+              "fit_from": str(args.fit_from or "")}  # fmt: skip
     args.out.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
     text = report(result)

@@ -240,7 +240,9 @@ class VectorFile:
             shape, fortran, dtype = read_header(f)
             self._offset = f.tell()
         if len(shape) != 2 or fortran or dtype.str not in self.DTYPES:
-            raise ValueError(f"{self.path}: not a 2-d C-order float32/float16 matrix ({dtype}, shape {shape})")
+            raise ValueError(
+                f"{self.path}: not a 2-d C-order float32/float16 matrix ({dtype}, shape {shape})"
+            )
         self.shape: tuple[int, int] = (int(shape[0]), int(shape[1]))
         self.dtype: str = dtype.str
         self._row = dtype.itemsize * self.shape[1]

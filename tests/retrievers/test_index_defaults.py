@@ -23,9 +23,9 @@ from retrievers.dense_index import (
     choose_index,
     index_memory,
     index_settings,
-    pq_bytes,
     ivf_nlist,
     ivf_train_size,
+    pq_bytes,
 )
 from retrievers.embeddings import SentenceEncoder
 
