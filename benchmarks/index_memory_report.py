@@ -187,7 +187,7 @@ def pages_report(pages: dict, shard_docs: int) -> list[str]:
     lines += [
         "",
         "The corpus resamples 55,947 real sentences, so its vocabulary (~52k words) does not grow with it; "
-        "full FEVER's (about 2.2M words by the Heaps fit of benchmarks/results/scale.md, the words of the "
+        "full FEVER's (about 2.2M words by the Heaps fit of benchmarks/results/scale-1m.md, the words of the "
         "sentence index) adds about 0.6 GB to either build (scale.md's 288 bytes a word).",
         "",
     ]
