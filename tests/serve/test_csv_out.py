@@ -25,4 +25,8 @@ def test_lines_are_rfc_4180_rows_that_read_back():
     text = "".join(csv_lines(rows))
     assert text.endswith("\r\n") and text.count("\r\n") == 3
     back = list(csv.reader(io.StringIO(text, newline="")))
-    assert back == [["id", "claim"], ["1", 'He said "=no", then left.\nNext line'], ["-2", "'=cmd|' /C calc'!A0"]]
+    assert back == [
+        ["id", "claim"],
+        ["1", 'He said "=no", then left.\nNext line'],
+        ["-2", "'=cmd|' /C calc'!A0"],
+    ]
