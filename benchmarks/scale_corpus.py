@@ -688,8 +688,9 @@ def report(res: dict) -> str:
             f"{_verdict(go['graph_part']['p95'], GOAL_GRAAL_MS, 'ms')} / "
             f"{_verdict(go['graph_part']['p50'], GOAL_GRAAL_MS, 'ms')}; whole query with a warm cache "
             f"{_verdict(warm['total']['p95'], GOAL_GRAAL_MS, 'ms')} / "
-            f"{_verdict(warm['total']['p50'], GOAL_GRAAL_MS, 'ms')}; with a cold cache (MiniLM on the "
-            f"candidates) {_verdict(cold['total']['p50'], GOAL_GRAAL_MS, 'ms')} at p50",
+            f"{_verdict(warm['total']['p50'], GOAL_GRAAL_MS, 'ms')}; with a cold cache (the "
+            "candidates encoded or read from the index) "
+            f"{_verdict(cold['total']['p50'], GOAL_GRAAL_MS, 'ms')} at p50",
         ]
     if cp:
         L.append(
