@@ -201,7 +201,8 @@ it grows with the postings: RSS before + (peak - before) x `g`."""
 def fit_exponents(small: dict, large: dict) -> dict:
     """Per stage, the exponent b of time ~ sentences^b through the same stage measured at two sizes
     (``small`` and ``large``: the ``parts`` of two scale.json files); b is kept at 1 or more (never
-    a sub-linear extrapolation), and only where the two runs used the same corpus titles."""
+    a sub-linear extrapolation), and only where the two runs used the same corpus titles (and, for
+    FAISS adds, the same index)."""
     keys = {  # stage -> (part, measurement)
         "store": ("store", "seconds"),
         "bm25": ("bm25", "build_seconds"),
@@ -217,6 +218,8 @@ def fit_exponents(small: dict, large: dict) -> dict:
             continue
         if a.get("params", {}).get("titles") != b.get("params", {}).get("titles"):
             continue
+        if stage == "dense_add" and a.get("index") != b.get("index"):
+            continue  # auto picks flat at 1M and IVF-PQ at 5M: adds to different indexes
         fitted = math.log(b[key] / a[key]) / math.log(b["sentences"] / a["sentences"])
         out[stage] = {
             "sizes": [a["sentences"], b["sentences"]],
