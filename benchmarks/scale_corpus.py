@@ -155,8 +155,10 @@ def write_corpus(
 METHOD = """\
 **Projection method.**  Every stage is measured at the size above on this machine and scaled to
 FEVER's 25,000,000 sentences and 5,400,000 pages; `g` = 25M / sentences measured.
-Time: a stage that runs in one process (SQLite store build, BM25 build and weighting, FAISS
-training) takes its measured wall time x `g` whatever the cores; a stage that parallelises takes
+Time: a stage that runs in one process (SQLite store build, BM25's first shard, text stream,
+merge and weighting, FAISS training) takes its measured wall time x `g` whatever the cores; BM25's
+other shards are tokenised by `bm25.workers` processes or, with `--engine ray`, by the cluster's
+tokeniser actors: their CPU seconds x `g` / cores; a stage that parallelises takes
 (CPU seconds measured x `g`) / cores it can use: MiniLM encoding uses every core of every machine
 (measured per core from process CPU time), FAISS IVF-PQ adds use the cores of one machine and grow
 as `g`^1.5 (nlist = 4 sqrt(N) centroids per assignment).  The graph build's workers (processes, or
@@ -205,7 +207,7 @@ def fit_exponents(small: dict, large: dict) -> dict:
     FAISS adds, the same index)."""
     keys = {  # stage -> (part, measurement)
         "store": ("store", "seconds"),
-        "bm25": ("bm25", "build_seconds"),
+        "bm25": ("bm25", "serial_seconds"),
         "dense_encode": ("dense", "encode_cpu_seconds"),
         "dense_add": ("dense", "add_cpu_seconds"),
         "graph_driver": ("graph", "parent_cpu_seconds"),
@@ -278,12 +280,15 @@ def projection(parts: dict, fit: dict | None = None, gpu_rate: float | None = No
             }
         else:
             rss, extra = grown(b["peak_rss_mb_before_build"], b["peak_rss_mb"], g), {}
+        # shards tokenised by the cluster's workers (their CPU / cores), the rest in one process
+        serial_s = b.get("serial_seconds", b["build_seconds"])
+        parallel_cpu = b.get("parallel_tokenise_cpu_seconds", 0.0)
         stages["bm25"] = {
             **extra,
-            "hours": hours(lambda m, c: b["build_seconds"] * grow("bm25", g)),
+            "hours": hours(lambda m, c: serial_s * grow("bm25", g) + parallel_cpu * g / (m * c)),
             "rss_gb": rss,
             "disk_gb": b["index_mb"] * g / 1024,
-            "parallel": "one process",
+            "parallel": "tokenise: all cores; merge: one process" if "serial_seconds" in b else "one process",
         }
     if "faiss" in parts:
         d = parts["faiss"]
