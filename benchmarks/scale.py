@@ -408,7 +408,7 @@ def part_dense_query(args: argparse.Namespace, work: Path) -> dict:
     """The dense part's index searched as the retriever searches it (IVF-PQ's candidates re-scored
     exactly from vectors.npy): one claim at a time and batched, and its recall@10/@100 against
     exact search over the same real-text vectors (brute force over vectors.npy in blocks)."""
-    from retrievers.dense_index import ADD_CHUNK, VectorFile
+    from retrievers.dense_index import VectorFile
 
     retriever, _ = _dense(args, work)
     t = time.perf_counter()
@@ -431,20 +431,15 @@ def part_dense_query(args: argparse.Namespace, work: Path) -> dict:
     batched_qps = len(claims) / (time.perf_counter() - t)
     search_peak = _peak_mb()
     vectors = VectorFile(retriever.path / "vectors.npy")
-    best_s = np.full((len(claims), 100), -np.inf, dtype=np.float32)
-    best_r = np.zeros((len(claims), 100), dtype=np.int64)
     t = time.perf_counter()
-    for start in range(0, vectors.shape[0], ADD_CHUNK * 4):
-        block = vectors.read(start, min(vectors.shape[0], start + ADD_CHUNK * 4))
-        sims = q @ block.T
-        top = np.argpartition(-sims, min(100, sims.shape[1] - 1), axis=1)[:, :100]
-        cand_s = np.concatenate([best_s, np.take_along_axis(sims, top, 1)], axis=1)
-        cand_r = np.concatenate([best_r, top + start], axis=1)
-        keep = np.argsort(-cand_s, axis=1, kind="stable")[:, :100]
-        best_s, best_r = np.take_along_axis(cand_s, keep, 1), np.take_along_axis(cand_r, keep, 1)
+    best_r = _exact_top(q, vectors, 100)
     exact_s = time.perf_counter() - t
     got = np.stack(rows)
+    nprobe = getattr(retriever._index, "nprobe", None)  # dense.ivf_nprobe as the retriever set it
+    sweep = _nprobe_sweep(args, retriever, vectors) if args.nprobe and nprobe else []
     return {
+        "nprobe": nprobe,
+        "nprobe_sweep": sweep,
         "sentences": vectors.shape[0],
         "index": retriever.meta["index_type"],
         "queries": len(claims),
@@ -458,6 +453,47 @@ def part_dense_query(args: argparse.Namespace, work: Path) -> dict:
         "peak_rss_mb_search": search_peak,
         "peak_rss_mb": _peak_mb(),
     }
+
+
+def _exact_top(q: np.ndarray, vectors: object, k: int) -> np.ndarray:
+    """The rows of the ``k`` best inner products of each query, by brute force over ``vectors``."""
+    from retrievers.dense_index import ADD_CHUNK
+
+    best_s = np.full((len(q), k), -np.inf, dtype=np.float32)
+    best_r = np.zeros((len(q), k), dtype=np.int64)
+    for start in range(0, vectors.shape[0], ADD_CHUNK * 4):
+        sims = q @ vectors.read(start, min(vectors.shape[0], start + ADD_CHUNK * 4)).T
+        top = np.argpartition(-sims, min(k, sims.shape[1] - 1), axis=1)[:, :k]
+        cand_s = np.concatenate([best_s, np.take_along_axis(sims, top, 1)], axis=1)
+        cand_r = np.concatenate([best_r, top + start], axis=1)
+        keep = np.argsort(-cand_s, axis=1, kind="stable")[:, :k]
+        best_s, best_r = np.take_along_axis(cand_s, keep, 1), np.take_along_axis(cand_r, keep, 1)
+    return best_r
+
+
+def _nprobe_sweep(args: argparse.Namespace, retriever: object, vectors: object) -> list[dict]:
+    """``dense.ivf_nprobe`` values (``--nprobe``) on the FEVER tune part's claims, for choosing it:
+    the retriever's top-100 latency one claim at a time and recall@10/@100 against exact search."""
+    from garag.datasets import get_dataset
+
+    claims = [c.text for c in get_dataset("fever", part="tune").claims()][: args.queries]
+    q = retriever.encode_queries(claims)
+    truth = _exact_top(q, vectors, 100)
+    out = []
+    for nprobe in (int(x) for x in args.nprobe.split(",")):
+        retriever._index.nprobe = nprobe
+        retriever.search(q[:4], 100)
+        one, rows = [], []
+        for i in range(len(claims)):
+            t = time.perf_counter()
+            _, r = retriever.search(q[i : i + 1], 100)
+            one.append((time.perf_counter() - t) * 1000)
+            rows.append(r[0])
+        got = np.stack(rows)
+        out.append({"nprobe": nprobe, "claims": len(claims), "search_top100_ms": _stats(one),
+                    "recall_at_10": _overlap(got[:, :10], truth[:, :10]),
+                    "recall_at_100": _overlap(got, truth)})  # fmt: skip
+    return out
 
 
 # -- BM25 and FAISS over recombined sentences ---------------------------------------------------------
@@ -788,6 +824,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--queries", type=int, default=500, help="claims timed (BM25, FAISS, GRAAL graph part)")
     ap.add_argument(
         "--rerank-queries", type=int, default=50, help="claims timed with GRAAL's MiniLM re-ranking"
+    )
+    ap.add_argument(
+        "--nprobe",
+        default="",
+        help="dense_query: also sweep these dense.ivf_nprobe values (comma-separated) on the FEVER tune part",
     )
     ap.add_argument("--sample", type=int, default=20_000, help="real sentences encoded for the FAISS part")
     ap.add_argument(

@@ -613,8 +613,16 @@ def report(res: dict) -> str:
             f"vectors.npy), one query ({q['queries']} claims) | {_ms(q['search_top100_ms'])} | recall@10 / "
             f"@100 against exact search over the same real-text vectors {q['recall_at_10']:.3f} / "
             f"{q['recall_at_100']:.3f}; {q['batched_queries_per_second']:,.0f} queries/s batched; "
-            f"claim encoding {q['query_encode_ms']:.2f} ms; peak RSS {q['peak_rss_mb_search']:.0f} MB |"
+            f"claim encoding {q['query_encode_ms']:.2f} ms; peak RSS {q['peak_rss_mb_search']:.0f} MB"
+            + (f"; `dense.ivf_nprobe` {q['nprobe']}" if q.get("nprobe") else "")
+            + " |"
         )
+        for x in q.get("nprobe_sweep", []):  # choosing ivf_nprobe on the tune part's claims
+            L.append(
+                f"| the same with nprobe {x['nprobe']}, FEVER tune part ({x['claims']} claims) | "
+                f"{_ms(x['search_top100_ms'])} | recall@10 / @100 {x['recall_at_10']:.3f} / "
+                f"{x['recall_at_100']:.3f} |"
+            )
     cp = P.get("graal", {}).get("cold_paths")
     if cp:
         for path, what in (
