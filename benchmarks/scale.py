@@ -43,7 +43,7 @@ import sys
 import tempfile
 import time
 import tracemalloc
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import numpy as np
@@ -52,7 +52,18 @@ from scale_corpus import FEVER_PAGES, TITLES, copy_id, fit_exponents, projection
 REPO = Path(__file__).resolve().parent.parent
 OUT = REPO / "benchmarks" / "results"
 SEED = 20240601
-PARTS = ("store", "graph", "dense", "dense_query", "graal", "pages", "bm25", "bm25_add", "faiss")
+PARTS = (
+    "store",
+    "graph",
+    "dense",
+    "dense_query",
+    "graal",
+    "pages",
+    "bm25",
+    "bm25_add",
+    "page_index",
+    "faiss",
+)
 CHAIN = ("corpus", "store", "graph", "graal")  # each needs the one before it
 ONE_THREAD = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
 
@@ -499,41 +510,54 @@ def _nprobe_sweep(args: argparse.Namespace, retriever: object, vectors: object) 
 # -- BM25 and FAISS over recombined sentences ---------------------------------------------------------
 
 
+class _TimedTokenise:
+    """Times ``retrievers.bm25.tokenise_shard`` while active: the shards after a build's first,
+    which ``bm25.workers`` processes or Ray's tokenisers share out (one process here); the rest of
+    a build (the first shard, the text stream, the merge, the weighting) is serial."""
+
+    def __enter__(self) -> _TimedTokenise:
+        import retrievers.bm25 as bm25_mod
+
+        self.module, self.tokenise, self.wall, self.cpu = bm25_mod, bm25_mod.tokenise_shard, 0.0, 0.0
+
+        def timed(*a, **k):  # noqa: ANN002, ANN003, ANN202
+            t0, c0 = time.perf_counter(), time.process_time()
+            out = self.tokenise(*a, **k)
+            self.wall += time.perf_counter() - t0
+            self.cpu += time.process_time() - c0
+            return out
+
+        bm25_mod.tokenise_shard = timed
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.module.tokenise_shard = self.tokenise
+
+    def split(self, build_seconds: float) -> dict:
+        return {"parallel_tokenise_seconds": self.wall, "parallel_tokenise_cpu_seconds": self.cpu,
+                "serial_seconds": build_seconds - self.wall}  # fmt: skip
+
+
 def _bm25_build(args: argparse.Namespace, n: int, out: Path) -> tuple[dict, object]:
     """A sharded BM25 build (``BM25Index.build_saved``) of ``n`` recombined sentences into ``out``."""
-    import retrievers.bm25 as bm25_mod
     from garag.config import BM25Config
     from retrievers.bm25 import BM25Index
 
     base = _base_sentences()
     shutil.rmtree(out, ignore_errors=True)
     config = BM25Config(stemmer="", shard_docs=args.bm25_shard_docs)
-    # the shards after the first are what bm25.workers processes or Ray's tokenisers share out; timed
-    # apart (one process here), the rest (the first shard, the text stream, the merge) is serial
-    tokenise, spent = bm25_mod.tokenise_shard, [0.0, 0.0]
-
-    def timed_tokenise(*a, **k):  # noqa: ANN002, ANN003, ANN202
-        t0, c0 = time.perf_counter(), time.process_time()
-        out_ = tokenise(*a, **k)
-        spent[0] += time.perf_counter() - t0
-        spent[1] += time.process_time() - c0
-        return out_
-
-    bm25_mod.tokenise_shard = timed_tokenise
     rss_before = _peak_mb()
     t = time.perf_counter()
-    index = BM25Index.build_saved(out, generate(n, base), config, progress=False, total=n)
+    with _TimedTokenise() as tok:
+        index = BM25Index.build_saved(out, generate(n, base), config, progress=False, total=n)
     build_s = time.perf_counter() - t
-    bm25_mod.tokenise_shard = tokenise
     return {
         "sentences": n,
         "shard_docs": config.shard_docs,
         "shards": -(-n // config.shard_docs),
         "vocabulary": len(index._vocab),
         "build_seconds": build_s,
-        "parallel_tokenise_seconds": spent[0],
-        "parallel_tokenise_cpu_seconds": spent[1],
-        "serial_seconds": build_s - spent[0],
+        **tok.split(build_s),
         "build_sentences_per_second": n / build_s,
         "peak_rss_mb_before_build": rss_before,
         "peak_rss_mb": _peak_mb(),
@@ -586,6 +610,36 @@ def part_bm25(args: argparse.Namespace, work: Path) -> dict:
         "single_query_ms": _stats(single),
         "queries_per_second_2_threads": batch_qps,
     }
+
+
+def part_page_index(args: argparse.Namespace, work: Path) -> dict:
+    """The lexical indexes `garag index` builds over the store for configs/graph.yaml, in one
+    process: the sentence BM25 (``BM25Index.over_sentences``), then the pages stage (title table
+    and page-level BM25, ``PageRetriever.build``), each timed with its tokenisation apart."""
+    from garag.config import load_config
+    from garag.store import SentenceStore
+    from retrievers.base import IndexContext
+    from retrievers.bm25 import BM25Index
+    from retrievers.pages import PageRetriever
+
+    cfg = load_config(REPO / "configs" / "graph.yaml")
+    stamp = (work / "params.json").read_text(encoding="utf-8")
+    ctx = IndexContext(SentenceStore(work / "store.db"), work / "cache", f"scale:{stamp}", progress=False)
+    out: dict = {"sentences": len(ctx.store), "pages": ctx.store.n_pages}
+
+    def measured(build: Callable[[], Path], name: str) -> None:
+        before, t, cpu = _peak_mb(), time.perf_counter(), _cpu()
+        with _TimedTokenise() as tok:
+            path = build()
+        wall = time.perf_counter() - t
+        size = sum(f.stat().st_size for f in Path(path).rglob("*") if f.is_file()) / 2**20
+        out[name] = {"seconds": wall, "cpu_seconds": _cpu() - cpu, **tok.split(wall),
+                     "peak_rss_mb_before": before, "peak_rss_mb": _peak_mb(), "index_mb": size}  # fmt: skip
+
+    measured(lambda: BM25Index.over_sentences(cfg.bm25, ctx, force=True)[0], "sentence_bm25")
+    retriever = PageRetriever(cfg.pages, cfg.bm25, ctx)
+    measured(retriever.build, "page_index")  # reuses the sentence index just built
+    return out
 
 
 ADD_SENTENCES, DROP_EVERY = 10_000, 100  # the bm25_add part's edit of the bm25 part's index
@@ -813,6 +867,7 @@ def _overlap(ids: np.ndarray, truth: np.ndarray) -> float:
 RUN = {"corpus": part_corpus, "store": part_store, "graph": part_graph, "graal": part_graal,
        "dense": part_dense, "dense_query": part_dense_query,
        "pages": part_pages, "bm25": part_bm25, "bm25_half": part_bm25_half, "bm25_add": part_bm25_add,
+       "page_index": part_page_index,
        "bm25_add_oneshot": part_bm25_add_oneshot, "faiss": part_faiss}  # fmt: skip
 
 

@@ -158,7 +158,10 @@ FEVER's 25,000,000 sentences and 5,400,000 pages; `g` = 25M / sentences measured
 Time: a stage that runs in one process (SQLite store build, BM25's first shard, text stream,
 merge and weighting, FAISS training) takes its measured wall time x `g` whatever the cores; BM25's
 other shards are tokenised by `bm25.workers` processes or, with `--engine ray`, by the cluster's
-tokeniser actors: their CPU seconds x `g` / cores; a stage that parallelises takes
+tokeniser actors: their CPU seconds x `g` / cores (part `page_index` times the sentence BM25 and
+the pages stage, title table and page-level BM25, as `garag index` builds them over the store with
+configs/graph.yaml's tokenizer: where it ran, its times are the projection's, and the recombined
+sentences' BM25 gives the memory); a stage that parallelises takes
 (CPU seconds measured x `g`) / cores it can use: MiniLM encoding uses every core of every machine
 (measured per core from process CPU time), FAISS IVF-PQ adds use the cores of one machine and grow
 as `g`^1.5 (nlist = 4 sqrt(N) centroids per assignment).  The graph build's workers (processes, or
@@ -212,20 +215,31 @@ def fit_exponents(small: dict, large: dict) -> dict:
         "dense_add": ("dense", "add_cpu_seconds"),
         "graph_driver": ("graph", "parent_cpu_seconds"),
         "graph_workers": ("graph", "workers_cpu_seconds"),
+        "bm25_store": ("page_index", "sentence_bm25.serial_seconds"),
+        "page_index": ("page_index", "page_index.serial_seconds"),
     }
+
+    def value(part: dict, key: str) -> float | None:  # a measurement, dotted into nested parts
+        for k in key.split("."):
+            part = part.get(k) if isinstance(part, dict) else None
+        return part
+
     out = {}
     for stage, (part, key) in keys.items():
         a, b = small.get(part), large.get(part)
-        if not a or not b or key not in a or key not in b or a["sentences"] >= b["sentences"]:
+        if not a or not b or value(a, key) is None or value(b, key) is None:
+            continue
+        if a["sentences"] >= b["sentences"]:
             continue
         if a.get("params", {}).get("titles") != b.get("params", {}).get("titles"):
             continue
         if stage == "dense_add" and a.get("index") != b.get("index"):
             continue  # auto picks flat at 1M and IVF-PQ at 5M: adds to different indexes
-        fitted = math.log(b[key] / a[key]) / math.log(b["sentences"] / a["sentences"])
+        va, vb = value(a, key), value(b, key)
+        fitted = math.log(vb / va) / math.log(b["sentences"] / a["sentences"])
         out[stage] = {
             "sizes": [a["sentences"], b["sentences"]],
-            "values": [a[key], b[key]],
+            "values": [va, vb],
             "measured": key,
             "fitted": fitted,
             "used": max(fitted, 1.0),
@@ -289,6 +303,32 @@ def projection(parts: dict, fit: dict | None = None, gpu_rate: float | None = No
             "rss_gb": rss,
             "disk_gb": b["index_mb"] * g / 1024,
             "parallel": "tokenise: all cores; merge: one process" if "serial_seconds" in b else "one process",
+        }
+    if "page_index" in parts:  # the lexical indexes as `garag index` builds them over the store
+        pi = parts["page_index"]
+        g = S / pi["sentences"]
+
+        def lexical(m: dict, stage: str) -> dict:  # shards over the cores, the rest in one process
+            serial, shards = m["serial_seconds"] * grow(stage, g), m["parallel_tokenise_cpu_seconds"] * g
+            return hours(lambda k, c: serial + shards / (k * c))
+
+        sb = pi["sentence_bm25"]
+        if "bm25" in stages:  # memory from the bm25 part's two sizes, time from the store's real text
+            stages["bm25"]["hours_recombined"] = stages["bm25"]["hours"]
+            stages["bm25"]["hours"] = lexical(sb, "bm25_store")
+        else:
+            stages["bm25"] = {
+                "hours": lexical(sb, "bm25_store"),
+                "rss_gb": grown(sb["peak_rss_mb_before"], sb["peak_rss_mb"], g),
+                "disk_gb": sb["index_mb"] * g / 1024,
+                "parallel": "tokenise: all cores; merge: one process",
+            }
+        pg = pi["page_index"]
+        stages["pages (title table, page BM25)"] = {
+            "hours": lexical(pg, "page_index"),
+            "rss_gb": grown(pg["peak_rss_mb_before"], pg["peak_rss_mb"], FEVER_PAGES / pi["pages"]),
+            "disk_gb": pg["index_mb"] * g / 1024,
+            "parallel": "tokenise: all cores; merge: one process",
         }
     if "faiss" in parts:
         d = parts["faiss"]
@@ -523,6 +563,19 @@ def report(res: dict) -> str:
             f"{b['build_seconds']:.1f} | "
             f"{b['build_sentences_per_second']:,.0f} | | | {b['peak_rss_mb']:.0f} | {b['index_mb']:.0f} |"
         )
+    if "page_index" in P:
+        pi = P["page_index"]
+        for key, name in (
+            ("sentence_bm25", "BM25 over the store's sentences, as `garag index` builds it"),
+            ("page_index", f"pages stage: title table + page BM25 ({pi['pages']:,} pages)"),
+        ):
+            m = pi[key]
+            L.append(
+                f"| {name} (shards after the first: {m['parallel_tokenise_cpu_seconds']:.1f} CPU s) | "
+                f"{pi['sentences']:,} | {m['seconds']:.1f} | {pi['sentences'] / m['seconds']:,.0f} | "
+                f"{m['cpu_seconds']:.1f} | {pi['sentences'] / m['cpu_seconds']:,.0f} | "
+                f"{m['peak_rss_mb']:.0f} | {m['index_mb']:.0f} |"
+            )  # fmt: skip
     if "half" in P.get("bm25", {}):
         b, st = P["bm25"], proj["stages"]["bm25"]
         v = b["vocabulary_growth"]
