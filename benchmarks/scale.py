@@ -125,11 +125,13 @@ def part_corpus(args: argparse.Namespace, work: Path) -> dict:
 def part_store(args: argparse.Namespace, work: Path) -> dict:
     from garag.store import build_store
 
-    db = work / "store.db"
-    db.unlink(missing_ok=True)
+    db, tmp = work / "store.db", work / "store.db.partial"
+    db.unlink(missing_ok=True)  # a killed build leaves only the .partial file: no half store reused
+    tmp.unlink(missing_ok=True)
     before, cpu, t = _peak_mb(), _cpu(), time.perf_counter()
-    counts = build_store(work / "corpus.jsonl", db, progress=False)
+    counts = build_store(work / "corpus.jsonl", tmp, progress=False)
     wall = time.perf_counter() - t
+    tmp.replace(db)
     return {
         "sentences": counts["sentences"],
         "pages": counts["pages"],
