@@ -62,6 +62,7 @@ PARTS = (
     "bm25",
     "bm25_add",
     "page_index",
+    "faiss_dims",
     "faiss",
 )
 CHAIN = ("corpus", "store", "graph", "graal")  # each needs the one before it
@@ -644,6 +645,53 @@ def part_page_index(args: argparse.Namespace, work: Path) -> dict:
     return out
 
 
+def _timed_build(vectors: object, settings: dict) -> dict:
+    """``build_index`` with its IVF training and its adds timed apart (wall and CPU seconds)."""
+    from retrievers.dense_index import VectorFile, build_index
+
+    read, phases = VectorFile.read, {}
+
+    def phased_read(self, start: int, stop: int):  # noqa: ANN001, ANN202 - the first add block ends training
+        if start == 0 and "train_end" not in phases:
+            phases["train_end"] = (time.perf_counter(), _cpu())
+        return read(self, start, stop)
+
+    VectorFile.read = phased_read
+    try:
+        t, cpu = time.perf_counter(), _cpu()
+        build_index(vectors, settings)
+    finally:
+        VectorFile.read = read
+    t1, cpu1 = phases["train_end"]
+    return {"train_seconds": t1 - t, "train_cpu_seconds": cpu1 - cpu,
+            "add_seconds": time.perf_counter() - t1, "add_cpu_seconds": _cpu() - cpu1}  # fmt: skip
+
+
+def part_faiss_dims(args: argparse.Namespace, work: Path) -> dict:
+    """IVF-PQ built as the retriever builds it (``build_index`` over a float16 ``vectors.npy``, the
+    settings ``dense.index: ivf_pq`` gives at this size) on seeded random unit vectors of each of
+    ``--faiss-dims`` dimensions: train and add CPU seconds, for what the dimension costs (the dense
+    part measures one encoder's; the GPU variant encodes MiniLM's 384)."""
+    from garag.config import DenseConfig
+    from retrievers.dense_index import VectorFile, index_settings
+
+    n = min(args.sentences, args.faiss_dims_rows)
+    out: dict = {"sentences": n, "dims": {}}
+    rng = np.random.default_rng(SEED)
+    for dim in (int(d) for d in args.faiss_dims.split(",")):
+        path = work / f"faiss-dims-{dim}.npy"
+        mm = np.lib.format.open_memmap(path, mode="w+", dtype=np.float16, shape=(n, dim))
+        for start in range(0, n, 100_000):
+            block = rng.standard_normal((min(n, start + 100_000) - start, dim), dtype=np.float32)
+            mm[start : start + len(block)] = block / np.linalg.norm(block, axis=1, keepdims=True)
+        mm.flush()
+        del mm
+        settings = index_settings(DenseConfig(index="ivf_pq"), "ivf_pq", n, dim)
+        out["dims"][str(dim)] = {"settings": settings, **_timed_build(VectorFile(path), settings)}
+        path.unlink()
+    return out
+
+
 ADD_SENTENCES, DROP_EVERY = 10_000, 100  # the bm25_add part's edit of the bm25 part's index
 
 
@@ -869,7 +917,7 @@ def _overlap(ids: np.ndarray, truth: np.ndarray) -> float:
 RUN = {"corpus": part_corpus, "store": part_store, "graph": part_graph, "graal": part_graal,
        "dense": part_dense, "dense_query": part_dense_query,
        "pages": part_pages, "bm25": part_bm25, "bm25_half": part_bm25_half, "bm25_add": part_bm25_add,
-       "page_index": part_page_index,
+       "page_index": part_page_index, "faiss_dims": part_faiss_dims,
        "bm25_add_oneshot": part_bm25_add_oneshot, "faiss": part_faiss}  # fmt: skip
 
 
@@ -886,6 +934,10 @@ def main(argv: list[str] | None = None) -> int:
         "--nprobe",
         default="",
         help="dense_query: also sweep these dense.ivf_nprobe values (comma-separated) on the FEVER tune part",
+    )
+    ap.add_argument("--faiss-dims", default="256,384", help="faiss_dims: the dimensions compared")
+    ap.add_argument(
+        "--faiss-dims-rows", type=int, default=1_000_000, help="faiss_dims: random vectors (at most)"
     )
     ap.add_argument("--sample", type=int, default=20_000, help="real sentences encoded for the FAISS part")
     ap.add_argument(

@@ -56,6 +56,7 @@ BM25_SENTENCE_BYTES = 8  # BM25 build, per document at least: its length, per sh
 # the order check's two arrays (16), its length kept and concatenated (8)
 BM25_EDIT_DOC_BYTES = 33
 GOAL_HOURS, GOAL_HOURS_GPU, GOAL_RSS_GB, GOAL_GRAAL_MS = 2.0, 1.5, 4.0, 50.0
+MINILM_DIM = 384  # the GPU variant encodes with MiniLM
 
 
 def copy_id(page: str, k: int, titles: str = "disambiguated") -> str:
@@ -384,6 +385,25 @@ def projection(parts: dict, fit: dict | None = None, gpu_rate: float | None = No
             "disk_gb": index_gb + d["vectors_mb"] * g / 1024,
             "parallel": "train: one process; add: one machine",
         }
+        dims = parts.get("faiss_dims", {}).get("dims", {})
+        if gpu_rate and str(d["dim"]) in dims and str(MINILM_DIM) in dims and d["dim"] != MINILM_DIM:
+            # the GPU variant indexes MiniLM's vectors: the measured build x what the dimension costs
+            # (part faiss_dims: the same IVF-PQ build on random vectors of both dimensions)
+            a, b = dims[str(d["dim"])], dims[str(MINILM_DIM)]
+            r_train = b["train_cpu_seconds"] / a["train_cpu_seconds"]
+            r_add = b["add_cpu_seconds"] / a["add_cpu_seconds"]
+            train_s, add_s = d["train_seconds"] * r_train, d["add_cpu_seconds"] * r_add * grow("dense_add", g)
+            widen = MINILM_DIM / d["dim"]
+            stages[f"faiss {d['index']} (retriever, MiniLM {MINILM_DIM}-d)"] = {
+                "hours": hours(lambda m, c: train_s + add_s / c),
+                "dim_cost": {"train": r_train, "add": r_add},
+                "rss_gb": (
+                    d["peak_rss_mb_before"] * 2**20 + index_memory(d["index"], S, MINILM_DIM, DenseConfig())
+                )
+                / 2**30,
+                "disk_gb": (index_gb + d["vectors_mb"] * g / 1024) * widen,
+                "parallel": "train: one process; add: one machine (GPU variant)",
+            }
     if "graph" in parts:
         gr = parts["graph"]
         g = S / gr["sentences"]
@@ -423,7 +443,10 @@ def projection(parts: dict, fit: dict | None = None, gpu_rate: float | None = No
         for k in [k for k in stages if k in ("dense encode (CPU)", "faiss IVF-PQ")]:
             del stages[k]
     cpu_enc = [k for k in stages if k.startswith("dense encode (CPU")]
-    index_stages = [k for k in stages if k != "dense encode (GPU)"]
+    gpu_only = [k for k in stages if k == "dense encode (GPU)" or "(retriever, MiniLM" in k]
+    if any("(retriever, MiniLM" in k for k in stages):  # the GPU variant's own index stage
+        cpu_enc += [k for k in stages if k.endswith("(retriever)")]
+    index_stages = [k for k in stages if k not in gpu_only]
     totals = {k: sum(stages[s]["hours"][k] for s in index_stages) for k in SETUPS}
     rss = {s: max(v["rss_gb"], v.get("rss_gb_worker") or 0) for s, v in stages.items()}
     out = {"stages": stages, "total_hours_cpu_encoding": totals, "max_rss_gb": rss, "fit": fit}
