@@ -173,7 +173,9 @@ are.  CPU times come from getrusage (RUSAGE_SELF for a part's process,
 RUSAGE_CHILDREN for its reaped workers).  Stages run one after another on the whole setup (store
 first: every index reads it); the total is their sum.  Linear scaling is an assumption: SQLite
 B-trees, alias tables and postings grow a little worse than linearly, so these are lower bounds
-for the serial stages.  Dense encoding on a GPU is projected only from a measured GPU rate.
+for the serial stages.  Dense encoding on a GPU is projected only from a measured GPU rate; that
+variant encodes with MiniLM (384-d), so its FAISS stage is the measured build's times x the CPU
+ratio of the same IVF-PQ build on random 384-d and measured-dimension vectors (part `faiss_dims`).
 Memory: peak RSS per process.  Constant per worker: MiniLM encoding workers.  Grows with the corpus:
 store build (page-id table, x pages), FAISS (index bytes per vector x 25M, plus the training
 sample); projected as RSS before the stage + (peak - before) x growth.  The BM25 build goes in
