@@ -39,6 +39,7 @@ from retrievers.graal.linker import EntityLinker, ParsedSentence, SpacyParser, w
 logger = logging.getLogger(__name__)
 
 PARTITION_SENTENCES = 20_000
+_STAGED_KEYS_DB = "sentence-keys.db"  # the partitions' alias keys, inserted in key order at the end
 _SUMMED = ("sentences", "mentions", "edges", "parse_seconds", "link_seconds", "write_seconds")
 
 
@@ -348,12 +349,15 @@ class GraphBuilder:
                     self._merge(*ahead.popleft())
             while ahead:
                 self._merge(*ahead.popleft())
+        started = time.perf_counter()
+        self.graph.merge_keys(folder / _STAGED_KEYS_DB)
+        self.stats.merge_seconds += time.perf_counter() - started
         shutil.rmtree(folder)
 
     def _merge(self, out: Path, result: Any) -> None:
         part = result.get()
         started = time.perf_counter()
-        self.graph.merge(out)
+        self.graph.merge(out, out.with_name(_STAGED_KEYS_DB))
         out.unlink()
         self.stats.merge_seconds += time.perf_counter() - started
         self.stats.add(part)

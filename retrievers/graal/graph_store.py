@@ -31,6 +31,7 @@ from retrievers.graal.frames import Frame
 from retrievers.graal.linker import Mention, ParsedSentence, sentence_keys
 
 SENTENCE_FRAME = -1
+_STAGED_KEYS = "key TEXT, page_idx INTEGER, line INTEGER"  # sentence_keys without its index
 _SOURCES = {"text": 0, "link": 1, "page": 2}
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS pages (page_idx INTEGER PRIMARY KEY, page TEXT NOT NULL UNIQUE,
@@ -317,17 +318,48 @@ class GraphStore:
         self._stats = None
         return self.aliases.remove_pages(pages)
 
-    def merge(self, part: Path) -> None:
+    def merge(self, part: Path, keys: Path | None = None) -> None:
         """Append a partition database (``write_rows`` into an empty graph schema, pages after every
-        page already here) and commit."""
+        page already here) and commit.
+
+        Every table but ``sentence_keys`` is keyed by page first, so a partition appends to its
+        B-tree's end; ``sentence_keys`` is keyed by alias key, so each partition's rows land all
+        over a tree that grows with the corpus (the driver's merges grew faster than the corpus:
+        docs/scale.md).  With ``keys`` (a staging database, see ``merge_keys``) they are appended
+        there instead, unsorted, to be inserted once in key order.
+        """
         con = self.con
         con.execute("ATTACH DATABASE ? AS part", (str(part),))
         try:
-            for table in ("parses", "frames", "mentions", "edges", "sentence_keys"):
+            for table in ("parses", "frames", "mentions", "edges"):
                 con.execute(f"INSERT INTO main.{table} SELECT * FROM part.{table}")
+            if keys is None:
+                con.execute("INSERT INTO main.sentence_keys SELECT * FROM part.sentence_keys")
+            else:
+                con.execute("ATTACH DATABASE ? AS staged", (str(keys),))
+                con.execute(f"CREATE TABLE IF NOT EXISTS staged.sentence_keys ({_STAGED_KEYS})")
+                con.execute("INSERT INTO staged.sentence_keys SELECT * FROM part.sentence_keys")
             con.commit()
         finally:
-            con.execute("DETACH DATABASE part")
+            for name in ("part", "staged"):
+                if any(row[1] == name for row in con.execute("PRAGMA database_list")):
+                    con.execute(f"DETACH DATABASE {name}")
+
+    def merge_keys(self, keys: Path) -> None:
+        """Insert the ``sentence_keys`` rows staged in ``keys`` by ``merge`` in key order (one
+        sorted pass: each page of the index is written once), commit, and delete ``keys``."""
+        con = self.con
+        if keys.is_file():
+            con.execute("ATTACH DATABASE ? AS staged", (str(keys),))
+            try:
+                con.execute(
+                    "INSERT INTO main.sentence_keys SELECT key, page_idx, line FROM staged.sentence_keys "
+                    "ORDER BY key, page_idx, line"
+                )
+                con.commit()
+            finally:
+                con.execute("DETACH DATABASE staged")
+        keys.unlink(missing_ok=True)
 
     def refresh_index(self) -> None:
         """Rebuild the inverted index entity -> pages and the per-entity statistics."""

@@ -165,12 +165,17 @@ def test_partition_workers_and_a_small_linker_cache_build_the_same_graph(store, 
         builder.add_pages([(p, by_page[p]) for p in names])
         return graph, builder
 
+    def keys(graph: GraphStore) -> list[tuple]:  # the alias keys incremental re-linking looks up
+        return graph.con.execute("SELECT * FROM sentence_keys").fetchall()
+
     whole, one = build(tmp_path / "whole.db", 1)
     for graph, builder in (
         build(tmp_path / "parts.db", 2),
         build(tmp_path / "small-cache.db", 1, cache_pages=1),
     ):
         assert graph.edge_set() == whole.edge_set() and graph.mention_set() == whole.mention_set()
+        # partitions stage their keys and insert them in key order at the end: the same rows
+        assert keys(graph) == keys(whole) and len(keys(whole)) > len(names)
         assert (builder.stats.sentences, builder.stats.mentions, builder.stats.edges) == (
             one.stats.sentences, one.stats.mentions, one.stats.edges,
         )  # fmt: skip
@@ -178,3 +183,4 @@ def test_partition_workers_and_a_small_linker_cache_build_the_same_graph(store, 
     partitioned = build(tmp_path / "parts2.db", 2)[1]
     assert partitioned.stats.merge_seconds > 0  # it did run as partitions
     assert len(one.linker._pages) > 1 and not list(tmp_path.glob("*.parts"))
+    assert not list(tmp_path.rglob("sentence-keys.db"))  # the staged keys were merged and removed
