@@ -640,6 +640,8 @@ def part_page_index(args: argparse.Namespace, work: Path) -> dict:
                      "peak_rss_mb_before": before, "peak_rss_mb": _peak_mb(), "index_mb": size}  # fmt: skip
 
     measured(lambda: BM25Index.over_sentences(cfg.bm25, ctx, force=True)[0], "sentence_bm25")
+    for old in (work / "cache").glob("pages-*"):  # built, not an earlier run's artifact reused
+        shutil.rmtree(old)
     retriever = PageRetriever(cfg.pages, cfg.bm25, ctx)
     measured(retriever.build, "page_index")  # reuses the sentence index just built
     return out
