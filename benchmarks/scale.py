@@ -972,13 +972,18 @@ def main(argv: list[str] | None = None) -> int:
         type=Path,
         help="a scale.json of the same parts at another size: the projection fits the scaling between them",
     )
+    ap.add_argument(
+        "--report-only",
+        action="store_true",
+        help="run no part: rewrite scale.json/.md in --out from the parts measured there (and --fit-from)",
+    )
     ap.add_argument("--part", choices=tuple(RUN), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.part:
         print(json.dumps(RUN[args.part](args, args.workdir)))
         return 0
-    requested = [p.strip() for p in args.parts.split(",") if p.strip()]
-    if not requested or set(requested) - set(RUN):
+    requested = [] if args.report_only else [p.strip() for p in args.parts.split(",") if p.strip()]
+    if (not requested and not args.report_only) or set(requested) - set(RUN):
         ap.error(f"--parts: among {', '.join(RUN)}, got {args.parts!r}")
     params = {
         "sentences": args.sentences,
