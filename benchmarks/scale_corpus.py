@@ -716,7 +716,8 @@ def report(res: dict) -> str:
     L += ["", f"## Projection to full FEVER ({FEVER_SENTENCES:,} sentences, {FEVER_PAGES:,} pages)", ""]
     if proj.get("fit"):
         L += [
-            "Scaling fitted through two sizes (time ~ sentences^b; b used = max(b, 1), never sub-linear):",
+            "Scaling fitted through two sizes (time ~ sentences^b; b used = max(b, 1), never sub-linear; "
+            f"the other size: `{res.get('fit_from', '')}`, with `--fit-from` or `--report-only --fit-from`):",
             "",
             "| stage | measured | sentences | values | b fitted | b used |",
             "| --- | --- | --- | --- | ---: | ---: |",
