@@ -434,12 +434,7 @@ def part_dense_query(args: argparse.Namespace, work: Path) -> dict:
     t = time.perf_counter()
     q = retriever.encode_queries(claims)
     encode_ms = (time.perf_counter() - t) * 1000 / len(claims)
-    one, rows = [], []
-    for i in range(len(claims)):
-        t = time.perf_counter()
-        _, r = retriever.search(q[i : i + 1], 100)
-        one.append((time.perf_counter() - t) * 1000)
-        rows.append(r[0])
+    one, got = _one_at_a_time(retriever, q)
     t = time.perf_counter()
     retriever.search(q, 100)
     batched_qps = len(claims) / (time.perf_counter() - t)
@@ -448,7 +443,6 @@ def part_dense_query(args: argparse.Namespace, work: Path) -> dict:
     t = time.perf_counter()
     best_r = _exact_top(q, vectors, 100)
     exact_s = time.perf_counter() - t
-    got = np.stack(rows)
     nprobe = getattr(retriever._index, "nprobe", None)  # dense.ivf_nprobe as the retriever set it
     sweep = _nprobe_sweep(args, retriever, vectors) if args.nprobe and nprobe else []
     return {
@@ -467,6 +461,17 @@ def part_dense_query(args: argparse.Namespace, work: Path) -> dict:
         "peak_rss_mb_search": search_peak,
         "peak_rss_mb": _peak_mb(),
     }
+
+
+def _one_at_a_time(retriever: object, q: np.ndarray) -> tuple[list[float], np.ndarray]:
+    """Each query's top-100 searched alone: the milliseconds of each search and the rows found."""
+    ms, rows = [], []
+    for i in range(len(q)):
+        t = time.perf_counter()
+        _, r = retriever.search(q[i : i + 1], 100)
+        ms.append((time.perf_counter() - t) * 1000)
+        rows.append(r[0])
+    return ms, np.stack(rows)
 
 
 def _exact_top(q: np.ndarray, vectors: object, k: int) -> np.ndarray:
@@ -497,13 +502,7 @@ def _nprobe_sweep(args: argparse.Namespace, retriever: object, vectors: object) 
     for nprobe in (int(x) for x in args.nprobe.split(",")):
         retriever._index.nprobe = nprobe
         retriever.search(q[:4], 100)
-        one, rows = [], []
-        for i in range(len(claims)):
-            t = time.perf_counter()
-            _, r = retriever.search(q[i : i + 1], 100)
-            one.append((time.perf_counter() - t) * 1000)
-            rows.append(r[0])
-        got = np.stack(rows)
+        one, got = _one_at_a_time(retriever, q)
         out.append({"nprobe": nprobe, "claims": len(claims), "search_top100_ms": _stats(one),
                     "recall_at_10": _overlap(got[:, :10], truth[:, :10]),
                     "recall_at_100": _overlap(got, truth)})  # fmt: skip
