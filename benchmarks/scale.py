@@ -352,37 +352,25 @@ def part_dense(args: argparse.Namespace, work: Path) -> dict:
     cache and ``vectors.npy``, then the index ``auto`` picks, built from that file; each phase's
     wall and CPU seconds and the process's peak RSS before the index phase and at the end."""
     import retrievers.dense as dense_mod
-    from retrievers.dense_index import VectorFile
 
     for d in (work / "cache").glob("embeddings-*"):
         shutil.rmtree(d)  # every sentence encoded, none read from an earlier run's cache
     retriever, _ = _dense(args, work)
     retriever.encoder.encode(["warm up"])  # the model loads before the clock starts
     phases: dict = {}
-    build_index = dense_mod.build_index
 
-    def timed_build(vectors, settings):  # noqa: ANN001, ANN202
+    def timed_build(vectors, settings):  # noqa: ANN001, ANN202 - encoding ends where the index starts
         phases["encode_end"] = (time.perf_counter(), _cpu(), _peak_mb())
-        index = build_index(vectors, settings)
-        phases["index_end"] = (time.perf_counter(), _cpu())
+        index, phases["index"] = _timed_build(vectors, settings)
         return index
 
     dense_mod.build_index = timed_build
-    read = VectorFile.read
-
-    def phased_read(self, start: int, stop: int):  # noqa: ANN001, ANN202 - the first add block ends training
-        if start == 0 and "train_end" not in phases and "encode_end" in phases:
-            phases["train_end"] = (time.perf_counter(), _cpu())
-        return read(self, start, stop)
-
-    VectorFile.read = phased_read
     before, t, cpu = _peak_mb(), time.perf_counter(), _cpu()
     path = retriever.build(force=True)
     wall, cpu_all = time.perf_counter() - t, _cpu() - cpu
     meta = json.loads((path / "meta.json").read_text(encoding="utf-8"))
     t1, cpu1, peak_encode = phases["encode_end"]
-    t2, cpu2 = phases["index_end"]
-    tt, cput = phases.get("train_end", (t1, cpu1))
+    built = phases["index"]
     n = len(retriever.ctx.store)
     (work / "dense.json").write_text(json.dumps({"artifact": str(path)}), encoding="utf-8")
     return {
@@ -396,12 +384,9 @@ def part_dense(args: argparse.Namespace, work: Path) -> dict:
         "encode_seconds": t1 - t,
         "encode_cpu_seconds": cpu1 - cpu,
         "encode_sentences_per_core_second": n / (cpu1 - cpu),
-        "index_seconds": t2 - t1,
-        "index_cpu_seconds": cpu2 - cpu1,
-        "train_seconds": tt - t1,
-        "train_cpu_seconds": cput - cpu1,
-        "add_seconds": t2 - tt,
-        "add_cpu_seconds": cpu2 - cput,
+        "index_seconds": built["train_seconds"] + built["add_seconds"],
+        "index_cpu_seconds": built["train_cpu_seconds"] + built["add_cpu_seconds"],
+        **built,
         "faiss_threads": __import__("faiss").omp_get_max_threads(),
         "peak_rss_mb_before": before,
         "peak_rss_mb_encode": peak_encode,
@@ -646,8 +631,9 @@ def part_page_index(args: argparse.Namespace, work: Path) -> dict:
     return out
 
 
-def _timed_build(vectors: object, settings: dict) -> dict:
-    """``build_index`` with its IVF training and its adds timed apart (wall and CPU seconds)."""
+def _timed_build(vectors: object, settings: dict) -> tuple[object, dict]:
+    """``build_index`` and its IVF training and its adds timed apart (wall and CPU seconds; the
+    first read of row 0 starts the adds, or the flat fill: no training)."""
     from retrievers.dense_index import VectorFile, build_index
 
     read, phases = VectorFile.read, {}
@@ -660,12 +646,12 @@ def _timed_build(vectors: object, settings: dict) -> dict:
     VectorFile.read = phased_read
     try:
         t, cpu = time.perf_counter(), _cpu()
-        build_index(vectors, settings)
+        index = build_index(vectors, settings)
     finally:
         VectorFile.read = read
     t1, cpu1 = phases["train_end"]
-    return {"train_seconds": t1 - t, "train_cpu_seconds": cpu1 - cpu,
-            "add_seconds": time.perf_counter() - t1, "add_cpu_seconds": _cpu() - cpu1}  # fmt: skip
+    return index, {"train_seconds": t1 - t, "train_cpu_seconds": cpu1 - cpu,
+                   "add_seconds": time.perf_counter() - t1, "add_cpu_seconds": _cpu() - cpu1}  # fmt: skip
 
 
 def part_faiss_dims(args: argparse.Namespace, work: Path) -> dict:
@@ -688,7 +674,7 @@ def part_faiss_dims(args: argparse.Namespace, work: Path) -> dict:
         mm.flush()
         del mm
         settings = index_settings(DenseConfig(index="ivf_pq"), "ivf_pq", n, dim)
-        out["dims"][str(dim)] = {"settings": settings, **_timed_build(VectorFile(path), settings)}
+        out["dims"][str(dim)] = {"settings": settings, **_timed_build(VectorFile(path), settings)[1]}
         path.unlink()
     return out
 
