@@ -31,7 +31,6 @@ from retrievers.graal.frames import Frame
 from retrievers.graal.linker import Mention, ParsedSentence, sentence_keys
 
 SENTENCE_FRAME = -1
-_STAGED_KEYS = "key TEXT, page_idx INTEGER, line INTEGER"  # sentence_keys without its index
 _SOURCES = {"text": 0, "link": 1, "page": 2}
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS pages (page_idx INTEGER PRIMARY KEY, page TEXT NOT NULL UNIQUE,
@@ -318,32 +317,33 @@ class GraphStore:
         self._stats = None
         return self.aliases.remove_pages(pages)
 
-    def merge(self, part: Path, keys: Path | None = None) -> None:
+    def merge(self, part: Path, keys: Path) -> None:
         """Append a partition database (``write_rows`` into an empty graph schema, pages after every
         page already here) and commit.
 
         Every table but ``sentence_keys`` is keyed by page first, so a partition appends to its
-        B-tree's end; ``sentence_keys`` is keyed by alias key, so each partition's rows land all
-        over a tree that grows with the corpus (the driver's merges grew faster than the corpus:
-        docs/scale.md).  With ``keys`` (a staging database, see ``merge_keys``) they are appended
-        there instead, unsorted, to be inserted once in key order.
+        B-tree's end; ``sentence_keys`` is keyed by alias key, so each partition's rows would land
+        all over a tree that grows with the corpus (the driver's merges grew faster than the
+        corpus: docs/scale.md).  Those rows go to the staging database ``keys`` instead, unsorted
+        and unindexed, for ``merge_keys`` to insert once in key order.
         """
         con = self.con
         con.execute("ATTACH DATABASE ? AS part", (str(part),))
         try:
             for table in ("parses", "frames", "mentions", "edges"):
                 con.execute(f"INSERT INTO main.{table} SELECT * FROM part.{table}")
-            if keys is None:
-                con.execute("INSERT INTO main.sentence_keys SELECT * FROM part.sentence_keys")
-            else:
-                con.execute("ATTACH DATABASE ? AS staged", (str(keys),))
-                con.execute(f"CREATE TABLE IF NOT EXISTS staged.sentence_keys ({_STAGED_KEYS})")
+            con.execute("ATTACH DATABASE ? AS staged", (str(keys),))
+            try:
+                con.execute(  # the partition's columns, without its index
+                    "CREATE TABLE IF NOT EXISTS staged.sentence_keys AS "
+                    "SELECT * FROM part.sentence_keys WHERE 0"
+                )
                 con.execute("INSERT INTO staged.sentence_keys SELECT * FROM part.sentence_keys")
-            con.commit()
+                con.commit()
+            finally:
+                con.execute("DETACH DATABASE staged")
         finally:
-            for name in ("part", "staged"):
-                if any(row[1] == name for row in con.execute("PRAGMA database_list")):
-                    con.execute(f"DETACH DATABASE {name}")
+            con.execute("DETACH DATABASE part")
 
     def merge_keys(self, keys: Path) -> None:
         """Insert the ``sentence_keys`` rows staged in ``keys`` by ``merge`` in key order (one
