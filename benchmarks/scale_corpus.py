@@ -341,12 +341,14 @@ def projection(parts: dict, fit: dict | None = None, gpu_rate: float | None = No
                 "hours": hours(lambda m, c: S / (rate * m * c)),
                 "rss_gb": d["peak_rss_mb_encoder"] / 1024,
                 "parallel": "all cores",
+                "only": "cpu",
             }
         if d.get("encode_gpu_sentences_per_second"):
             stages["dense encode (GPU)"] = {
                 "hours": hours(lambda m, c: S / (d["encode_gpu_sentences_per_second"] * m)),
                 "rss_gb": d["peak_rss_mb_encoder"] / 1024,
                 "parallel": "one GPU per machine",
+                "only": "gpu",
             }
         p = d["ivf_pq"]
         if "train_seconds" in p:
@@ -365,12 +367,14 @@ def projection(parts: dict, fit: dict | None = None, gpu_rate: float | None = No
             "hours": hours(lambda m, c: d["encode_cpu_seconds"] * grow("dense_encode", g) / (m * c)),
             "rss_gb": encode_rss,
             "parallel": "all cores",
+            "only": "cpu",
         }
         if gpu_rate:
             stages["dense encode (GPU)"] = {
                 "hours": hours(lambda m, c: S / (gpu_rate * m)),
                 "rss_gb": encode_rss,
                 "parallel": "one GPU per machine (MiniLM)",
+                "only": "gpu",
             }
         index_gb = d["index_mb"] * g / 1024
         stages[f"faiss {d['index']} (retriever)"] = {
@@ -396,6 +400,7 @@ def projection(parts: dict, fit: dict | None = None, gpu_rate: float | None = No
             r_add = b["add_cpu_seconds"] / a["add_cpu_seconds"]
             train_s, add_s = d["train_seconds"] * r_train, d["add_cpu_seconds"] * r_add * grow("dense_add", g)
             widen = MINILM_DIM / d["dim"]
+            stages[f"faiss {d['index']} (retriever)"]["only"] = "cpu"  # the GPU variant has its own
             stages[f"faiss {d['index']} (retriever, MiniLM {MINILM_DIM}-d)"] = {
                 "hours": hours(lambda m, c: train_s + add_s / c),
                 "dim_cost": {"train": r_train, "add": r_add},
@@ -405,6 +410,7 @@ def projection(parts: dict, fit: dict | None = None, gpu_rate: float | None = No
                 / 2**30,
                 "disk_gb": (index_gb + d["vectors_mb"] * g / 1024) * widen,
                 "parallel": "train: one process; add: one machine (GPU variant)",
+                "only": "gpu",
             }
     if "graph" in parts:
         gr = parts["graph"]
@@ -444,16 +450,13 @@ def projection(parts: dict, fit: dict | None = None, gpu_rate: float | None = No
     if "dense" in parts and "faiss" in parts:  # the mixture-vector FAISS part is the older estimate
         for k in [k for k in stages if k in ("dense encode (CPU)", "faiss IVF-PQ")]:
             del stages[k]
-    cpu_enc = [k for k in stages if k.startswith("dense encode (CPU")]
-    gpu_only = [k for k in stages if k == "dense encode (GPU)" or "(retriever, MiniLM" in k]
-    if any("(retriever, MiniLM" in k for k in stages):  # the GPU variant's own index stage
-        cpu_enc += [k for k in stages if k.endswith("(retriever)")]
-    index_stages = [k for k in stages if k not in gpu_only]
+    # "only": a stage of one variant (CPU or GPU encoding); every other stage counts in both totals
+    index_stages = [k for k, v in stages.items() if v.get("only") != "gpu"]
     totals = {k: sum(stages[s]["hours"][k] for s in index_stages) for k in SETUPS}
     rss = {s: max(v["rss_gb"], v.get("rss_gb_worker") or 0) for s, v in stages.items()}
     out = {"stages": stages, "total_hours_cpu_encoding": totals, "max_rss_gb": rss, "fit": fit}
     if "dense encode (GPU)" in stages:
-        gpu = [k for k in stages if k not in cpu_enc]
+        gpu = [k for k, v in stages.items() if v.get("only") != "cpu"]
         out["total_hours_gpu_encoding"] = {k: sum(stages[s]["hours"][k] for s in gpu) for k in SETUPS}
     out["complete"] = all(p in parts for p in ("store", "bm25", "graph")) and (
         "faiss" in parts or "dense" in parts
