@@ -498,9 +498,9 @@ def _nprobe_sweep(args: argparse.Namespace, retriever: object, vectors: object) 
 
 
 class _TimedTokenise:
-    """Times ``retrievers.bm25.tokenise_shard`` while active: the shards after a build's first,
-    which ``bm25.workers`` processes or Ray's tokenisers share out (one process here); the rest of
-    a build (the first shard, the text stream, the merge, the weighting) is serial."""
+    """Times ``retrievers.bm25.tokenise_shard`` while active: the shards (their text preparation
+    too), which ``bm25.workers`` processes or Ray's tokenisers share out (one process here); the
+    rest of a build (the store read, the renumbering, the merge, the weighting) is serial."""
 
     def __enter__(self) -> _TimedTokenise:
         import retrievers.bm25 as bm25_mod

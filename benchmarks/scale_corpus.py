@@ -156,10 +156,12 @@ def write_corpus(
 METHOD = """\
 **Projection method.**  Every stage is measured at the size above on this machine and scaled to
 FEVER's 25,000,000 sentences and 5,400,000 pages; `g` = 25M / sentences measured.
-Time: a stage that runs in one process (SQLite store build, BM25's first shard, text stream,
+Time: a stage that runs in one process (SQLite store build, BM25's store read, renumbering,
 merge and weighting, FAISS training) takes its measured wall time x `g` whatever the cores; BM25's
-other shards are tokenised by `bm25.workers` processes or, with `--engine ray`, by the cluster's
-tokeniser actors: their CPU seconds x `g` / cores (part `page_index` times the sentence BM25 and
+shards are prepared (the store's rows made the indexed text) and tokenised by `bm25.workers`
+processes or, with `--engine ray`, by the cluster's tokeniser actors: their CPU seconds x `g` /
+cores (in the builds measured before 2026-11-28 the first shard and the text preparation ran in the
+build's own process and count as serial; part `page_index` times the sentence BM25 and
 the pages stage, title table and page-level BM25, as `garag index` builds them over the store with
 configs/graph.yaml's tokenizer: where it ran, its times are the projection's, and the recombined
 sentences' BM25 gives the memory); a stage that parallelises takes
@@ -599,7 +601,7 @@ def report(res: dict) -> str:
         ):
             m = pi[key]
             L.append(
-                f"| {name} (shards after the first: {m['parallel_tokenise_cpu_seconds']:.1f} CPU s) | "
+                f"| {name} (shards: {m['parallel_tokenise_cpu_seconds']:.1f} CPU s) | "
                 f"{pi['sentences']:,} | {m['seconds']:.1f} | {pi['sentences'] / m['seconds']:,.0f} | "
                 f"{m['cpu_seconds']:.1f} | {pi['sentences'] / m['cpu_seconds']:,.0f} | "
                 f"{m['peak_rss_mb']:.0f} | {m['index_mb']:.0f} |"

@@ -18,6 +18,7 @@ page title in front); document ``i`` of the index is store row ``i``.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import logging
@@ -42,6 +43,7 @@ from garag.types import Hit
 from retrievers.base import IndexContext
 from retrievers.bm25_shards import (
     ParentShard,
+    Prepare,
     ProcessTokenisers,
     Shard,
     Vocabulary,
@@ -114,36 +116,40 @@ class BM25Index:
         progress: bool = False,
         total: int | None = None,
         engine: Any = None,
+        prepare: Prepare | None = None,
     ) -> BM25Index:
         """``build`` + ``save`` into the new directory ``path``, in bounded memory for any corpus.
 
         Up to ``config.shard_docs`` documents are indexed in memory as ``build`` does.  A longer
-        stream is tokenised in shards of that many documents (by ``engine``'s Ray actors when it
-        has ``tokenisers``, else by ``config.workers`` processes) whose postings are written to
-        disk and merged term by term (retrievers/bm25_shards.py); the index is then loaded back
-        memory-mapped.  The saved files are the same either way.
+        stream is tokenised in shards of that many documents, the first one too (by ``engine``'s
+        Ray actors when it has ``tokenisers``, else by ``config.workers`` processes), whose
+        postings are written to disk and merged term by term (retrievers/bm25_shards.py); the
+        index is then loaded back memory-mapped.  The saved files are the same either way.
+
+        ``prepare``: makes each item of ``texts`` its text (``tokenise_shard``), where the shard is
+        tokenised: the text preparation is then shared out with the tokenising.
 
         Raises:
             ValueError: no texts, or an unknown stopword list / stemmer language.
         """
         path = Path(path)
-        tokenizer = _make_tokenizer(config.stopwords, config.stemmer)
         docs = iter(texts)
-        first = _tokenise(tokenizer, itertools.islice(docs, config.shard_docs), progress, total)
-        after = next(docs, None)
-        if after is None:
+        head = list(itertools.islice(docs, config.shard_docs + 1))
+        if len(head) <= config.shard_docs:
+            tokenizer = _make_tokenizer(config.stopwords, config.stemmer)
+            first = _tokenise(tokenizer, head if prepare is None else map(prepare, head), progress, total)
             index = cls._weigh(*first, tokenizer, config, len(first[2]))
             index.save(path)
             return index
         work, vocabulary = path / _SHARDS, Vocabulary()
         shards: list[Shard] = []
         lengths: list[np.ndarray] = []
-        first_shard = (list(tokenizer.get_vocab_dict()), *first)
-        rest = _shards(itertools.chain([after], docs), config, engine)
         bar = tqdm(total=total, desc="bm25: shards", unit=" docs", disable=not progress, mininterval=1.0)
-        _write_shards(work, itertools.chain([first_shard], rest), vocabulary, shards, lengths, bar)
+        stream = _shards(_emptying(head, docs), config, engine, prepare)
+        _write_shards(work, stream, vocabulary, shards, lengths, bar)
         doc_len = np.concatenate(lengths)
         del lengths
+        tokenizer = _make_tokenizer(config.stopwords, config.stemmer)
         return cls._save_merged(path, shards, doc_len, vocabulary.ids, tokenizer, config, len(doc_len))
 
     @classmethod
@@ -255,6 +261,7 @@ class BM25Index:
         progress: bool = False,
         total: int | None = None,
         engine: Any = None,
+        prepare: Prepare | None = None,
     ) -> BM25Index | None:
         """``derive`` + ``save`` into the new directory ``path``, in bounded memory for any corpus.
 
@@ -262,6 +269,7 @@ class BM25Index:
         documents renumbered), the new documents are tokenised in shards of ``config.shard_docs``
         (as ``build_saved`` does, here, in processes or on Ray actors), and all are merged term by
         term (retrievers/bm25_shards.py).  The saved files are the ones ``derive`` + ``save`` write.
+        ``prepare``: as for ``build_saved``.
 
         Returns:
             The index (loaded memory-mapped), or None when the parent was saved without its term
@@ -288,7 +296,8 @@ class BM25Index:
         vocabulary = Vocabulary()
         vocabulary.ids = ids
         bar = tqdm(total=total, desc="bm25: new shards", unit=" docs", disable=not progress, mininterval=1.0)
-        _write_shards(path / _SHARDS, _shards(iter(texts), config, engine), vocabulary, shards, lengths, bar)
+        stream = _shards(iter(texts), config, engine, prepare)
+        _write_shards(path / _SHARDS, stream, vocabulary, shards, lengths, bar)
         doc_len = np.concatenate(lengths)
         tokenizer = _make_tokenizer(config.stopwords, config.stemmer)
         return cls._save_merged(path, shards, doc_len, ids, tokenizer, config, len(doc_len) - n_kept)
@@ -359,7 +368,8 @@ class BM25Index:
         total: int | None = None,
         force: bool = False,
         extra: Callable[[Path], dict | None] | None = None,
-        edit: Callable[[], tuple[np.ndarray, Iterable[str]]] | None = None,
+        edit: Callable[[], tuple[np.ndarray, Iterable]] | None = None,
+        prepare: Prepare | None = None,
     ) -> tuple[Path, BM25Index]:
         """Build (unless an identical artifact exists) and load an index under ``ctx.cache_dir``.
 
@@ -376,6 +386,8 @@ class BM25Index:
             edit: for a corpus that is an edit of ``ctx.parent``: returns the parent document ->
                 document map and the new documents' texts, to derive the index from the
                 parent's (``derive``) when the parent's exists.
+            prepare: makes each item of ``texts`` and ``edit``'s documents its text, where it
+                is tokenised (``build_saved``); None: they are texts.
         """
         full = {**settings, **cls.settings(config)}
         parent = None if edit is None or force else ctx.parent_artifact(kind, full)
@@ -385,11 +397,11 @@ class BM25Index:
             if parent is not None and edit is not None:
                 doc_map, new_texts = edit()
                 index = cls.derive_saved(
-                    tmp, parent, doc_map, new_texts, config, ctx.progress, None, ctx.engine
+                    tmp, parent, doc_map, new_texts, config, ctx.progress, None, ctx.engine, prepare
                 )
             derived = index is not None
             if index is None:
-                index = cls.build_saved(tmp, texts(), config, ctx.progress, total, ctx.engine)
+                index = cls.build_saved(tmp, texts(), config, ctx.progress, total, ctx.engine, prepare)
             info = {
                 "documents": index.num_docs,
                 "vocabulary": len(index._vocab),
@@ -411,19 +423,20 @@ class BM25Index:
         """The sentence index of ``ctx.store`` (document ``i`` = store row ``i``), shared by retrievers."""
         store = ctx.store
 
-        def edit() -> tuple[np.ndarray, Iterable[str]]:
+        def edit() -> tuple[np.ndarray, Iterable[tuple[str, str]]]:
             assert ctx.delta is not None
-            return ctx.delta.row_map, sentence_texts(store, config.title_prefix, ctx.delta.kept_rows)
+            return ctx.delta.row_map, sentence_rows(store, ctx.delta.kept_rows)
 
         return cls.cached(
             ctx,
             "bm25",
             {"unit": "sentence", "title_prefix": config.title_prefix},
             config,
-            lambda: sentence_texts(store, config.title_prefix),
+            lambda: sentence_rows(store),
             total=len(store),
             force=force,
             edit=edit if ctx.delta is not None else None,
+            prepare=functools.partial(row_text, title_prefix=config.title_prefix),
         )
 
     @classmethod
@@ -544,19 +557,28 @@ def _write_shards(
     bar.close()
 
 
+def _emptying(head: list, rest: Iterator) -> Iterator:
+    """The items of ``head`` (the list emptied as they are taken, so that it holds none of them
+    for the rest of the build), then those of ``rest``."""
+    head.reverse()
+    while head:
+        yield head.pop()
+    yield from rest
+
+
 def _shards(
-    texts: Iterator[str], config: BM25Config, engine: Any = None
+    texts: Iterator, config: BM25Config, engine: Any = None, prepare: Prepare | None = None
 ) -> Iterator[tuple[list[str], np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
-    """``tokenise_shard`` of every ``config.shard_docs`` texts, in order: by ``engine``'s
+    """``tokenise_shard`` of every ``config.shard_docs`` items, in order: by ``engine``'s
     tokenisers (Ray actors), by ``config.workers`` spawned processes, or here."""
     batches = iter(lambda: list(itertools.islice(texts, config.shard_docs)), [])
     if engine is not None and hasattr(engine, "tokenisers"):
-        pool = engine.tokenisers(config.stopwords, config.stemmer)
+        pool = engine.tokenisers(config.stopwords, config.stemmer, prepare)
     elif config.workers > 1:
-        pool = ProcessTokenisers(config.workers, config.stopwords, config.stemmer)
+        pool = ProcessTokenisers(config.workers, config.stopwords, config.stemmer, prepare)
     else:
         for batch in batches:
-            yield tokenise_shard(batch, config.stopwords, config.stemmer)
+            yield tokenise_shard(batch, config.stopwords, config.stemmer, prepare)
         return
     with pool:
         pending: deque = deque()
@@ -575,14 +597,24 @@ def sentence_text(page: str, text: str, title_prefix: bool) -> str:
     return f"{page_to_title(page)} {body}" if title_prefix else body
 
 
-def sentence_texts(store: SentenceStore, title_prefix: bool, first: int = 0) -> Iterator[str]:
-    """Stream the indexed text of every store row from row ``first`` on, in row order."""
+def row_text(row: tuple[str, str], title_prefix: bool) -> str:
+    """``sentence_text`` of a ``(page, text)`` row of ``sentence_rows``."""
+    return sentence_text(row[0], row[1], title_prefix)
+
+
+def sentence_rows(store: SentenceStore, first: int = 0) -> Iterator[tuple[str, str]]:
+    """Stream ``(page, raw text)`` of every store row from row ``first`` on, in row order."""
     expected = first
     for row, page, text in store.iter_rows(first=first):
         if row != expected:
             raise ValueError(f"{store.db_path}: row ids are not dense (expected {expected}, got {row})")
         expected += 1
-        yield sentence_text(page, text, title_prefix)
+        yield page, text
+
+
+def sentence_texts(store: SentenceStore, title_prefix: bool, first: int = 0) -> Iterator[str]:
+    """Stream the indexed text of every store row from row ``first`` on, in row order."""
+    return (sentence_text(page, text, title_prefix) for page, text in sentence_rows(store, first))
 
 
 class BM25Retriever:

@@ -19,6 +19,7 @@ document), the document frequencies and the vocabulary.  The files written are t
 from __future__ import annotations
 
 import multiprocessing
+from collections.abc import Callable
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -117,28 +118,35 @@ def block_end(indptr: np.ndarray, t0: int, chunk: int) -> int:
     return min(max(t1, t0 + 1), len(indptr) - 1)
 
 
+Prepare = Callable[[object], str]  # an item of a BM25 build's stream -> the text indexed
+
 _EMPTY = (np.empty(0, dtype=np.int32), np.empty(0, dtype=np.int32), np.empty(0, dtype=np.uint16))
 
 
 def tokenise_shard(
-    texts: list[str], stopwords: str | list[str], stemmer: str
+    texts: list, stopwords: str | list[str], stemmer: str, prepare: Prepare | None = None
 ) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """One shard's postings (``_chunk_postings``'s arrays) under a tokenizer of its own, and its
-    vocabulary: word (or stem) of local term id ``i`` at position ``i``."""
+    vocabulary: word (or stem) of local term id ``i`` at position ``i``.
+
+    ``prepare``: makes each item of ``texts`` the text to index (a module-level function or a
+    ``functools.partial`` of one, so that it travels to the process or actor tokenising the shard
+    and the text is prepared there); None: the items are the texts."""
     tokenizer = _make_tokenizer(stopwords, stemmer)
-    terms, tfs, doc_len, per_doc = _tokenise(tokenizer, texts, False, None)
+    docs = texts if prepare is None else map(prepare, texts)
+    terms, tfs, doc_len, per_doc = _tokenise(tokenizer, docs, False, None)
     return list(tokenizer.get_vocab_dict()), terms, tfs, doc_len, per_doc
 
 
 class ShardTokeniser:
-    """A worker that tokenises shards (``tokenise_shard``) with one tokenizer setting: what a Ray
-    actor of ``garag index --engine ray`` runs."""
+    """A worker that tokenises shards (``tokenise_shard``) with one tokenizer setting and text
+    preparation: what a Ray actor of ``garag index --engine ray`` runs."""
 
-    def __init__(self, stopwords: str | list[str], stemmer: str) -> None:
-        self.stopwords, self.stemmer = stopwords, stemmer
+    def __init__(self, stopwords: str | list[str], stemmer: str, prepare: Prepare | None = None) -> None:
+        self.stopwords, self.stemmer, self.prepare = stopwords, stemmer, prepare
 
-    def tokenise(self, texts: list[str]) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        return tokenise_shard(texts, self.stopwords, self.stemmer)
+    def tokenise(self, texts: list) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        return tokenise_shard(texts, self.stopwords, self.stemmer, self.prepare)
 
 
 class ProcessTokenisers:
@@ -146,12 +154,14 @@ class ProcessTokenisers:
     ``tokenise(texts)`` returns a result whose ``get()`` waits; ``in_flight`` bounds the shards
     submitted ahead."""
 
-    def __init__(self, workers: int, stopwords: str | list[str], stemmer: str) -> None:
+    def __init__(
+        self, workers: int, stopwords: str | list[str], stemmer: str, prepare: Prepare | None = None
+    ) -> None:
         self.pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
-        self.stopwords, self.stemmer, self.in_flight = stopwords, stemmer, workers + 1
+        self.stopwords, self.stemmer, self.prepare, self.in_flight = stopwords, stemmer, prepare, workers + 1
 
-    def tokenise(self, texts: list[str]) -> _Pending:
-        return _Pending(self.pool.submit(tokenise_shard, texts, self.stopwords, self.stemmer))
+    def tokenise(self, texts: list) -> _Pending:
+        return _Pending(self.pool.submit(tokenise_shard, texts, self.stopwords, self.stemmer, self.prepare))
 
     def __enter__(self) -> ProcessTokenisers:
         return self

@@ -21,7 +21,7 @@ import re
 import sqlite3
 import unicodedata
 from array import array
-from collections.abc import Iterator, MutableSequence
+from collections.abc import Iterator, MutableSequence, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -175,12 +175,26 @@ class TitleTable:
 # -- the retriever ---------------------------------------------------------------------------------
 
 
-def _page_texts(store: SentenceStore, page_idx: MutableSequence[int], first: int = 0) -> Iterator[str]:
-    """Title plus all sentences of each page with sentences (from page number ``first`` on);
-    records each page's number."""
+def page_text(page: tuple[str, Sequence[str]]) -> str:
+    """The text indexed for a page: its title plus all its sentences, from ``(page id, raw
+    sentences)``."""
+    return " ".join([page_to_title(page[0]), *(detokenize(t) for t in page[1])])
+
+
+def _pages(
+    store: SentenceStore, page_idx: MutableSequence[int], first: int = 0
+) -> Iterator[tuple[str, Sequence[str]]]:
+    """``(page id, raw sentences)`` of each page with sentences (from page number ``first`` on),
+    for ``page_text``; records each page's number."""
     for idx, page, texts in store.iter_pages_text(first):
         page_idx.append(idx)
-        yield " ".join([page_to_title(page), *(detokenize(t) for t in texts)])
+        yield page, texts
+
+
+def _page_texts(store: SentenceStore, page_idx: MutableSequence[int], first: int = 0) -> Iterator[str]:
+    """``page_text`` of each page with sentences (from page number ``first`` on); records each
+    page's number."""
+    return map(page_text, _pages(store, page_idx, first))
 
 
 @dataclass(frozen=True)
@@ -249,17 +263,17 @@ class PageRetriever:
                 new_idx = self.ctx.delta.page_map[np.load(parent / _PAGE_ROWS)]
                 kept = new_idx >= 0
                 page_idx = array("q", new_idx[kept].tolist())
-                texts = _page_texts(store, page_idx, self.ctx.delta.kept_pages)
+                pages = _pages(store, page_idx, self.ctx.delta.kept_pages)
                 index = BM25Index.derive_saved(
-                    tmp / _PAGE_INDEX, parent / _PAGE_INDEX, compact_map(kept), texts, page_bm25,
-                    self.ctx.progress, None, engine,
+                    tmp / _PAGE_INDEX, parent / _PAGE_INDEX, compact_map(kept), pages, page_bm25,
+                    self.ctx.progress, None, engine, page_text,
                 )  # fmt: skip
                 info = {"derived_from": parent.name} if index is not None else {}
             if index is None:
                 page_idx = array("q")
                 index = BM25Index.build_saved(
-                    tmp / _PAGE_INDEX, _page_texts(store, page_idx), page_bm25, self.ctx.progress,
-                    store.n_pages, engine,
+                    tmp / _PAGE_INDEX, _pages(store, page_idx), page_bm25, self.ctx.progress,
+                    store.n_pages, engine, page_text,
                 )  # fmt: skip
             np.save(tmp / _PAGE_ROWS, np.frombuffer(page_idx, dtype=np.int64))
             return {"title_keys": n_keys, "pages_with_text": len(page_idx), **info}

@@ -25,9 +25,12 @@ import logging
 import os
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from retrievers.graal.ray_pool import RayPool, Resources
+
+if TYPE_CHECKING:
+    from retrievers.bm25_shards import Prepare
 
 logger = logging.getLogger(__name__)
 
@@ -142,12 +145,11 @@ class RayEngine:
             shared=(str(marker), token),
         )
 
-    def tokenisers(self, stopwords: str | list[str], stemmer: str) -> RayPool:
-        """Actors tokenising BM25 shards (``retrievers.bm25_shards``); their postings come back
-        by value, so a cluster needs no shared filesystem for them."""
-        pool = self._pool(
-            "tokenisers", "BM25 shard", "retrievers.bm25_shards:ShardTokeniser", (stopwords, stemmer)
-        )
+    def tokenisers(self, stopwords: str | list[str], stemmer: str, prepare: Prepare | None = None) -> RayPool:
+        """Actors preparing and tokenising BM25 shards (``retrievers.bm25_shards``); their
+        postings come back by value, so a cluster needs no shared filesystem for them."""
+        args = (stopwords, stemmer, prepare)
+        pool = self._pool("tokenisers", "BM25 shard", "retrievers.bm25_shards:ShardTokeniser", args)
         pool.in_flight = len(pool.actors) + 1  # a shard is large: one queued in all
         return pool
 

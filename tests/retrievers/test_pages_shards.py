@@ -22,20 +22,24 @@ def hover_store(tmp_path_factory: pytest.TempPathFactory) -> SentenceStore:
     return SentenceStore(db)
 
 
-def _built(store: SentenceStore, cache: Path, shard_docs: int) -> tuple[PageRetriever, Path]:
+def _built(
+    store: SentenceStore, cache: Path, shard_docs: int, workers: int = 1
+) -> tuple[PageRetriever, Path]:
     ctx = IndexContext(store, cache, "hover-embedded", progress=False)
-    retriever = PageRetriever(PagesConfig(), BM25Config(shard_docs=shard_docs), ctx)
+    retriever = PageRetriever(PagesConfig(), BM25Config(shard_docs=shard_docs, workers=workers), ctx)
     return retriever, retriever.build()
 
 
+@pytest.mark.parametrize("workers", [1, 2])
 def test_sharded_page_index_equals_the_one_shot_build(
-    hover_store: SentenceStore, tmp_path: Path, caplog: pytest.LogCaptureFixture
+    hover_store: SentenceStore, tmp_path: Path, caplog: pytest.LogCaptureFixture, workers: int
 ):
+    """In shards, here or in 2 processes that also make the pages' texts (``page_text``)."""
     n, pages = len(hover_store), hover_store.n_pages
     one, one_path = _built(hover_store, tmp_path / "one", shard_docs=10 * n)
     # 1,000 sentences a shard: pages in shards of 1,000 x pages / sentences (~280 pages, 16 shards)
     with caplog.at_level(logging.INFO, logger="retrievers.bm25"):
-        sharded, sharded_path = _built(hover_store, tmp_path / "sharded", shard_docs=1_000)
+        sharded, sharded_path = _built(hover_store, tmp_path / "sharded", shard_docs=1_000, workers=workers)
     shards = -(-pages // (1_000 * pages // n))
     assert f"bm25: {pages} documents in {shards} shards" in caplog.text
     assert one_path.name == sharded_path.name  # bm25.shard_docs is not hashed: one artifact

@@ -5,6 +5,7 @@ build on a cluster of several nodes, with failures: ``test_ray_cluster.py``."""
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import signal
@@ -62,16 +63,18 @@ def test_ray_actors_build_the_same_graph_as_one_process(store: SentenceStore, tm
 
 def test_ray_actors_tokenise_bm25_shards_into_the_same_index(store: SentenceStore, tmp_path: Path):
     from garag.config import BM25Config
-    from retrievers.bm25 import BM25Index, sentence_texts
+    from retrievers.bm25 import BM25Index, row_text, sentence_rows, sentence_texts
     from retrievers.graal.ray_engine import RayEngine
 
     texts = list(sentence_texts(store, True))
     config = BM25Config(shard_docs=5)
     assert len(texts) > 3 * config.shard_docs
     one = BM25Index.build_saved(tmp_path / "one", texts, config.model_copy(update={"shard_docs": len(texts)}))
+    prepare = functools.partial(row_text, title_prefix=True)  # the store's rows made texts by the actors
     with RayEngine(workers=2) as engine:
-        sharded = BM25Index.build_saved(tmp_path / "ray", texts, config, engine=engine)
-        assert engine.pools[0].submitted == -(-len(texts) // 5) - 1  # the first shard is tokenised here
+        rows = sentence_rows(store)
+        sharded = BM25Index.build_saved(tmp_path / "ray", rows, config, engine=engine, prepare=prepare)
+        assert engine.pools[0].submitted == -(-len(texts) // 5)  # every shard, the first too
     names = sorted(p.name for p in (tmp_path / "one").iterdir())
     assert names == sorted(p.name for p in (tmp_path / "ray").iterdir())
     for name in names:
