@@ -36,14 +36,22 @@ class VerifierNotTrainedError(ValueError):
 TRAIN_RETRIEVERS = ["bm25", "dense", "pages"]
 
 
+# How the training corpus's dense index is searched: part of the training recipe, not a run's
+# setting, so that a run may search its own corpus otherwise (`dense.ivf_nprobe` 64 for large
+# corpora) without retraining the verifier.  The values every verifier folder was named with.
+TRAIN_SEARCH = {"ivf_nprobe": 32, "hnsw_ef_search": 128}
+
+
 def fever_train_config(config: Config) -> Config:
-    """The retrieval config over the training corpus (always FEVER-format, whatever the run's dataset)."""
+    """The retrieval config over the training corpus (always FEVER-format, whatever the run's
+    dataset; its dense index searched with :data:`TRAIN_SEARCH`)."""
     cfg = copy.deepcopy(config)
     cfg.data.dataset = "fever"
     cfg.data.claims = ""
     cfg.data.corpus = config.train.corpus
     cfg.retrieval.retrievers = list(TRAIN_RETRIEVERS)
     cfg.fusion = FusionConfig()
+    cfg.dense = cfg.dense.replace(**TRAIN_SEARCH)
     return cfg
 
 
@@ -115,7 +123,7 @@ def verifier_artifact_dir(config: Config, teacher_sha256: str | None = None) -> 
             "retrievers": fever_cfg.retrieval.retrievers,
             "fusion": fever_cfg.fusion.model_dump(),
             "bm25": config.bm25.hash_dump(),
-            "dense": config.dense.hash_dump(),
+            "dense": fever_cfg.dense.hash_dump(),
             "pages": config.pages.hash_dump(),
         },
         "train_pairs_sha256": file_sha256(train_pairs_path(config)),

@@ -197,7 +197,7 @@ def test_artifact_settings_keep_their_plain_values() -> None:
 def test_keys_added_later_leave_old_hashes_alone() -> None:
     """New keys at their default drop out of the run and artifact hashes (what was built keeps its name)."""
     from eval.run_hash import run_config_hash
-    from verifier.trained import verifier_artifact_dir
+    from verifier.trained import fever_train_config, verifier_artifact_dir
 
     def run_hash(config, two_way: bool = False) -> str:  # noqa: ANN001 - as evaluate and compare name runs
         return run_config_hash(config, two_way=two_way)
@@ -219,6 +219,13 @@ def test_keys_added_later_leave_old_hashes_alone() -> None:
         verifier_artifact_dir(load_config(None, ["train.compositional=1"])).name
         != "verifier-b0424bf1807375cf"
     )
+    # how a run searches its own dense index changes its runs, never the verifier (whose training
+    # corpus is searched with TRAIN_SEARCH): ivf_nprobe's default moved from 32 to 64 without
+    # renaming the verifier folder
+    probes = load_config("configs/baseline.yaml", ["dense.ivf_nprobe=8"])
+    assert run_hash(probes) != now
+    assert verifier_artifact_dir(probes).name == "verifier-b0424bf1807375cf"
+    assert fever_train_config(probes).dense.ivf_nprobe == 32 and probes.dense.ivf_nprobe == 8
 
 
 def test_render_config_loads_back_and_names_sources(tmp_path: Path) -> None:

@@ -15,7 +15,8 @@ Issue 52 then removed ``verifier.two_way_threshold`` and ``verifier.entity_check
 decides instead) and added ``verifier.decision``: every other resolved value still equals its snapshot;
 the hashes changed with those keys, on purpose (run hashes also carry the decision model's version).
 Issue 54 made the fast graph build the code default (``graal.parse: tagger``, ``graal.disambiguation:
-words``; no config set the former defaults, ``full`` and ``minilm``) and added ``dense.index_memory_gb``.
+words``; no config set the former defaults, ``full`` and ``minilm``) and added ``dense.index_memory_gb``;
+it later moved ``dense.ivf_nprobe``'s default from 32 to 64 (no config set it).
 """
 
 from __future__ import annotations
@@ -215,6 +216,8 @@ def test_each_former_config_resolves_to_its_snapshot(name: str, monkeypatch) -> 
     for key, (was, now) in FORMER_GRAAL_DEFAULTS.items():
         if expected["graal"][key] == was:
             expected["graal"][key] = now
+    if expected["dense"]["ivf_nprobe"] == 32:
+        expected["dense"]["ivf_nprobe"] = 64
     resolved = config.to_dict()
     decision = resolved["verifier"].pop("decision")
     assert resolved["dense"].pop("index_memory_gb") == 3.0
