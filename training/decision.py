@@ -14,10 +14,13 @@ read as the pipeline reads a claim (the retrievers' top-k sentences):
 * compositions of 2-4 claims, the multi-part claims HoVer asks about: of twins and unchanged
   claims (:func:`training.contrast.compose_contrasts`, read with every part's gold sentences, then
   the parts' retrieved ones), and of claims with retrieved distractors (conjunctions and bridges,
-  :mod:`training.compositional`).
+  :mod:`training.compositional`);
+* corpus bridges (:mod:`training.bridges`): a claim chained with 1-3 corpus sentences of pages it
+  names, as made, with a name substituted in a corpus part (read with the same sentences, as
+  HoVer's NOT_SUPPORTED claims are read), and with one part's page left out of the reading.
 
-A fifth of the claims (whole, with their twins) is held out to report the model's accuracy and
-calibration; the stored model is then fitted on all of them.
+A fifth of the claims (whole, with their twins and chains) is held out to choose the regularisation
+and report the model's accuracy and calibration; the stored model is then fitted on all of them.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from tqdm import tqdm
 from garag.config import Config
 from garag.types import Evidence, Label
 from pipeline.decompose import RuleDecomposer
+from training.bridges import bridge_instances
 from training.compositional import compose_examples
 from training.contrast import ChangeType, compose_contrasts, contrast_claims, sources_from_claims
 from training.data import TrainClaim, aggregator_instances, fetch_evidence
@@ -44,6 +48,7 @@ from verifier.claim_aggregator import balanced_accuracy
 from verifier.decision import (
     DecisionCase,
     DecisionFeatures,
+    DecisionModel,
     decision_label,
     expected_calibration_error,
     fit_decision,
@@ -55,6 +60,7 @@ logger = logging.getLogger(__name__)
 VERIFY_BATCH = 64
 HELD_OUT = 0.2
 COMPOSED_SHARE = 0.35  # composed claims of each kind per validation claim
+L2_GRID = (1e-3, 1e-2, 1e-1, 1.0)  # the decision's regularisation, chosen on held-out instances
 
 
 def decision_instances(
@@ -107,6 +113,9 @@ def decision_instances(
     )
     out.extend((c.example.claim, c.example.evidence, c.example.label, -1) for c in composed)
     counts.update({f"composed_{k}": v for k, v in made_counts.items() if isinstance(k, str)})
+    bridges, bridge_counts = bridge_instances(claims, retrieved, store, top_k, seed + 11)
+    out.extend(bridges)
+    counts.update({f"corpus_{k}": v for k, v in bridge_counts.items()})
     return out, counts
 
 
@@ -154,20 +163,53 @@ def fit_decision_model(
     features, _ = DecisionFeatures(verifier.score_sentences, config.decomposition.spacy_model, top_k)(cases)
     gold = [lab for _, _, lab, _ in instances]
     groups = np.array([g for _, _, _, g in instances])
-    rng = np.random.default_rng(config.train.seed)
-    held_groups = set(rng.permutation(len(claims))[: round(HELD_OUT * len(claims))].tolist()) | {-1}
+    model = fit_held_out(
+        features, gold, groups, [v.label for v in verdicts], len(claims), config.train.seed, top_k
+    )
+    model.info.update(
+        {"data": dict(counts), "instances": len(instances), "seconds": round(time.time() - started, 1)}
+    )
+    path = model.save(model_dir)
+    logger.info("decision model: %s -> %s", model.info, path)
+    return model.info
+
+
+def fit_held_out(
+    features: np.ndarray,
+    gold: Sequence[Label],
+    groups: np.ndarray,
+    verifier_labels: Sequence[Label],
+    n_claims: int,
+    seed: int,
+    top_k: int,
+) -> DecisionModel:
+    """Choose the regularisation on held-out instances, then fit on all of them.
+
+    A fifth of the claims (``groups``: the claim an instance comes from; -1, a composition: each
+    held out with the same odds) is held out.  Each of :data:`L2_GRID` is fitted on the rest; the
+    one with the best held-out balanced accuracy (ties: the stronger) is fitted on every instance.
+    ``info`` records the grid's held-out scores and, for the chosen one, accuracy, balanced
+    accuracy, calibration error and the verifier's own accuracy on the same instances.
+    """
+    rng = np.random.default_rng(seed)
+    held_groups = set(rng.permutation(n_claims)[: round(HELD_OUT * n_claims)].tolist()) | {-1}
     held = np.array([g in held_groups and (g != -1 or rng.random() < HELD_OUT) for g in groups])
-    part = fit_decision(features[~held], [g for g, h in zip(gold, held, strict=True) if not h], top_k)
-    probs = part.predict_proba(features[held])
     held_gold = [g for g, h in zip(gold, held, strict=True) if h]
+    kept_gold = [g for g, h in zip(gold, held, strict=True) if not h]
+    grid: dict[float, tuple[float, np.ndarray]] = {}
+    for l2 in L2_GRID:
+        probs = fit_decision(features[~held], kept_gold, top_k, l2).predict_proba(features[held])
+        predicted = [decision_label(p, two_way=False) for p in probs]
+        grid[l2] = (balanced_accuracy(held_gold, predicted), probs)
+    best = max(L2_GRID, key=lambda l2: (round(grid[l2][0], 4), l2))
+    probs = grid[best][1]
     predicted = [decision_label(p, two_way=False) for p in probs]
-    own = [v.label for v, h in zip(verdicts, held, strict=True) if h]
-    model = fit_decision(features, gold, top_k)
+    own = [v for v, h in zip(verifier_labels, held, strict=True) if h]
+    model = fit_decision(features, gold, top_k, best)
     model.info.update(
         {
-            "data": dict(counts),
-            "instances": len(instances),
             "held_out_instances": int(held.sum()),
+            "held_out_balanced_accuracy_by_l2": {str(k): round(v[0], 4) for k, v in grid.items()},
             "held_out_accuracy": round(
                 float(np.mean([p is g for p, g in zip(predicted, held_gold, strict=True)])), 4
             ),
@@ -178,9 +220,6 @@ def fit_decision_model(
             "held_out_verifier_accuracy": round(
                 float(np.mean([p is g for p, g in zip(own, held_gold, strict=True)])), 4
             ),
-            "seconds": round(time.time() - started, 1),
         }
     )
-    path = model.save(model_dir)
-    logger.info("decision model: %s -> %s", model.info, path)
-    return model.info
+    return model

@@ -22,7 +22,13 @@ three scores, features a verifier does not weigh on its own (:data:`FEATURES`):
   names it mentions, its page title included): whether the claim's names and each part's names
   are connected in it, the link multi-hop claims need;
 * whether the claim has several parts, and the missing names and the weakest part for such claims
-  alone (HoVer's claims are of several parts; FEVER's mostly of one).
+  alone (HoVer's claims are of several parts; FEVER's mostly of one);
+* **the claim's length** (``long_claim``: 0 up to :data:`SHORT_WORDS` words, 1 from
+  :data:`LONG_WORDS`, linear between), which selects the weights: every feature has one weight for
+  short claims and one for long ones, blended by it.  A single fact and a chain of 2-4 facts read
+  the same evidence differently (a chain's parts are entailed by different sentences, none of
+  which entails it whole; a name of the chain that no sentence names is the commonest sign of a
+  substituted one), and one set of weights fitted on both serves neither.
 
 A multinomial logistic regression maps them to SUPPORTS / REFUTES / NOT ENOUGH INFO, fitted on
 training data only (FEVER train claims the verifier did not train on, their contrast twins and
@@ -55,7 +61,7 @@ from verifier.logistic import Softmax, fit_softmax, read_model_file, softmax_fro
 
 DECISION_FILE = "garag_decision.json"
 # Bump when the features or the fitting recipe change: a stored model of another version is refitted.
-DECISION_VERSION = 2
+DECISION_VERSION = 3
 FEATURES = (
     "verifier_supports",
     "verifier_refutes",
@@ -89,7 +95,13 @@ FEATURES = (
     "multi_part",
     "multi_part_names_missing",
     "multi_part_entail_min",
+    "long_claim",
 )
+# The claim lengths between which the long-claim weights take over from the short-claim ones: the 90th
+# percentile of the FEVER train claims the decision is fitted on (11 words), and the median of its
+# corpus bridges (training/bridges.py: 24 words, HoVer's kind of claim).
+SHORT_WORDS = 11
+LONG_WORDS = 24
 _S = LABEL_ORDER.index(Label.SUPPORTS)
 _N = LABEL_ORDER.index(Label.NOT_ENOUGH_INFO)
 _R = LABEL_ORDER.index(Label.REFUTES)
@@ -241,7 +253,22 @@ def _row(
     # a claim of several parts (HoVer's kind) may weigh its names and weakest part otherwise
     multi = float(len(part_texts) > 1)
     row += [multi, multi * row[FEATURES.index("names_missing")], multi * min(part_entail)]
+    row.append(long_claim(case.claim))
     return row, {"positive_form": positive, "missing_names": missing}
+
+
+def long_claim(claim: str) -> float:
+    """0 for a claim of up to :data:`SHORT_WORDS` words, 1 from :data:`LONG_WORDS`, linear between."""
+    words = len(claim.split())
+    return float(min(max((words - SHORT_WORDS) / (LONG_WORDS - SHORT_WORDS), 0.0), 1.0))
+
+
+def by_length(features: np.ndarray) -> np.ndarray:
+    """Each feature twice, times ``1 - long_claim`` and times ``long_claim``: the design matrix whose
+    weights are the short claims' and the long claims' (``(n, 2 * len(FEATURES))``)."""
+    x = np.atleast_2d(np.asarray(features, dtype=np.float64))
+    g = x[:, [FEATURES.index("long_claim")]]
+    return np.hstack([x * (1.0 - g), x * g])
 
 
 def _numbers(claim: str, read: Sequence[Evidence], texts: Sequence[str]) -> tuple[float, float, int]:
@@ -301,7 +328,8 @@ def _connected(
 
 @dataclass
 class DecisionModel:
-    """The fitted decision: a :class:`verifier.logistic.Softmax` over :data:`FEATURES`.
+    """The fitted decision: a :class:`verifier.logistic.Softmax` over :data:`FEATURES` taken twice,
+    for short and for long claims (:func:`by_length`).
 
     Attributes:
         top_k: the sentences read per claim when it was fitted (must equal ``verifier.top_k``).
@@ -315,7 +343,7 @@ class DecisionModel:
 
     def predict_proba(self, features: np.ndarray) -> np.ndarray:
         """Verdict probabilities ``(n, 3)`` in LABEL_ORDER."""
-        return self.model.predict_proba(features)
+        return self.model.predict_proba(by_length(features))
 
     def decide(
         self, cases: Sequence[DecisionCase], features: np.ndarray, notes: Sequence[dict], *, two_way: bool
@@ -332,7 +360,8 @@ class DecisionModel:
         return out
 
     def _explain(self, label: Label, p: np.ndarray, x: np.ndarray, note: dict) -> str:
-        terms = self.model.contributions(x, LABEL_ORDER.index(label))
+        both = self.model.contributions(by_length(x)[0], LABEL_ORDER.index(label))
+        terms = both[: len(FEATURES)] + both[len(FEATURES) :]  # a feature's short and long weights
         top = [FEATURES[j] for j in np.argsort(-terms)[:2] if terms[j] > 0]
         said = ", ".join(f"{lab.value} {v:.2f}" for lab, v in zip(LABEL_ORDER, p, strict=True))
         text = f"Decision: {label.value} ({said}); weighed most: {', '.join(top) or 'the intercepts'}."
@@ -370,7 +399,7 @@ class DecisionModel:
             top_k = int(obj["top_k"])
         except (KeyError, TypeError, ValueError) as exc:
             raise ValueError(f"{source}: missing or malformed top_k ({exc})") from exc
-        model = softmax_from_json(obj, source, len(FEATURES), len(LABEL_ORDER))
+        model = softmax_from_json(obj, source, 2 * len(FEATURES), len(LABEL_ORDER))
         return cls(top_k, model, dict(obj.get("info", {})))
 
 
@@ -391,7 +420,7 @@ def fit_decision(
     x = np.asarray(features, dtype=np.float64)
     if x.ndim != 2 or x.shape[1] != len(FEATURES):
         raise ValueError(f"features {x.shape} are not rows of {len(FEATURES)} decision features")
-    fitted = fit_softmax(x, [LABEL_ORDER.index(lab) for lab in labels], len(LABEL_ORDER), l2)
+    fitted = fit_softmax(by_length(x), [LABEL_ORDER.index(lab) for lab in labels], len(LABEL_ORDER), l2)
     counts = {lab.value: c for lab, c in zip(LABEL_ORDER, fitted.counts, strict=True)}
     return DecisionModel(top_k, fitted, {"examples": counts, "l2": l2})
 
