@@ -15,7 +15,10 @@ is rare.  Here the next parts are sentences of the corpus itself, so every claim
   and may name the page of the part after it, up to ``parts`` parts; no page is in more than
   ``MAX_PAGE_USES`` chains.  A corpus sentence is true by construction, so such a part is
   SUPPORTS with itself as evidence.
-* **Text.**  The parts joined as ``"A, and B."`` (:func:`training.compositional.join_claims`).
+* **Text.**  Where the claim itself names the first page, one sentence in HoVer's form: each lead
+  sentence's clause after the name of its page in the part before (:func:`fluent_chain`: "Marie
+  Curie was born in Warsaw, the capital of Poland."), the chain cut where a clause cannot be made.
+  Otherwise the parts joined as ``"A, and B."`` (:func:`training.compositional.join_claims`).
 * **Read with.**  The train claim's gold sentences (at most two), every corpus part's sentence,
   then the train claim's retrieved sentences and the other sentences of the parts' pages, at most
   ``top_k``, shuffled (seeded).
@@ -45,7 +48,7 @@ from dataclasses import dataclass
 
 from garag.claim_parse import SPACY_MODEL, Ent, ParsedClaim, parse_claims
 from garag.store import SentenceStore
-from garag.text import detokenize, normalize_title, page_to_title
+from garag.text import detokenize, normalize_title, page_to_title, title_to_page
 from garag.types import Evidence, Label, SentenceId
 from training.compositional import Part, compose_label, join_claims
 from training.contrast_names import name_pool, substitute_entity
@@ -105,7 +108,7 @@ class TitleIndex:
             if after[:1].isupper() or after.isdigit():  # "Toy Story" of "Toy Story 3"
                 continue
             text = re.sub(r"^(?:the|a|an)\s+", "", e.text.strip(), flags=re.IGNORECASE).rstrip(".")
-            page = self.by_title.get(normalize_title(text.replace(" ", "_")))
+            page = self.by_title.get(normalize_title(title_to_page(text)))
             if page is not None and page not in skip and page not in found:
                 found[page] = e
         return list(found.items())
@@ -248,22 +251,17 @@ def corpus_bridges(
     frontier = {i: claims[i].text for i in usable}
     fallback = dict(zip(usable, parse_claims([gold_text[i] for i in usable], model), strict=True))
     uses: Counter = Counter()
+
+    def linkable(parsed: ParsedClaim, used: set[str]) -> list[str]:
+        """Pages the text names that may join a chain (not yet in it, used less than the cap, with a lead)."""
+        return [p for p, _ in index.named(parsed, used) if uses[p] < MAX_PAGE_USES and lead(p) is not None]
+
     while frontier:
         keys = sorted(frontier)
         step: dict[int, str] = {}
         for i, p in zip(keys, parse_claims([frontier[i] for i in keys], model), strict=True):
             used, pages, sentences = grown[i]
-            options = [
-                page
-                for page, _ in index.named(p, used)
-                if uses[page] < MAX_PAGE_USES and lead(page) is not None
-            ]
-            if not options and not pages:
-                options = [
-                    page
-                    for page, _ in index.named(fallback[i], used)
-                    if uses[page] < MAX_PAGE_USES and lead(page) is not None
-                ]
+            options = linkable(p, used) or ([] if pages else linkable(fallback[i], used))
             if not options:
                 continue
             page = rng.choice(options[:2])  # among the longest names
@@ -306,7 +304,7 @@ def corpus_bridges(
         out.append(_made(store, texts, text, base, fill, top_k, rng, label, "bridge", i, part_texts))
         if claim.label is Label.SUPPORTS:
             changed = _substituted(
-                parsed_claims[i], leads, pages, part_texts, fluent is not None, index, pool, rng, model
+                parsed_claims[i], leads, pages, part_texts, fluent, index, pool, rng, model
             )
             if changed is None:
                 counts["skipped_entity_no_name"] += 1
@@ -359,14 +357,15 @@ def _substituted(
     leads: Sequence[ParsedClaim],
     pages: Sequence[str],
     part_texts: Sequence[str],
-    fluent: bool,
+    fluent: tuple[str, int] | None,
     index: TitleIndex,
     pool: Mapping[tuple[str, bool], Sequence[str]],
     rng: random.Random,
     model: str,
 ) -> tuple[str, tuple[str, ...], str] | None:
-    """The chain's text with a name substituted in a corpus part (a fluent chain: its last part, whose
-    clause names no further page), its parts and the edit; None where no name can be substituted."""
+    """The chain's text with a name substituted in a corpus part (a fluent chain, given as
+    :func:`fluent_chain` made it: its last part, whose clause names no further page), its parts and
+    the edit; None where no name can be substituted."""
     options = [len(leads) - 1] if fluent else rng.sample(range(len(leads)), len(leads))
     for j in options:
         made = substitute_entity(leads[j], [part_texts[j + 1]], [page_to_title(pages[j])], pool, rng)
@@ -377,8 +376,7 @@ def _substituted(
         if not fluent:
             return join_claims(changed), tuple(changed), made[1]
         again = fluent_chain(claim, [*leads[:-1], *parse_claims([made[0]], model)], pages, index)
-        original = fluent_chain(claim, leads, pages, index)
-        if again is not None and original is not None and again[1] == original[1] and again[0] != original[0]:
+        if again is not None and again[1] == fluent[1] and again[0] != fluent[0]:
             return again[0], tuple(changed), made[1]
     return None
 
@@ -386,7 +384,7 @@ def _substituted(
 def _decoy_page(index: TitleIndex, detail: str) -> str | None:
     """The page of the substituted name (``detail`` is ``"old -> new (TYPE)"``), if the corpus has one."""
     new = detail.split(" -> ", 1)[1].rsplit(" (", 1)[0]
-    return index.by_title.get(normalize_title(new.replace(" ", "_")))
+    return index.by_title.get(normalize_title(title_to_page(new)))
 
 
 def _made(

@@ -196,14 +196,13 @@ def fit_held_out(
     held = np.array([g in held_groups and (g != -1 or rng.random() < HELD_OUT) for g in groups])
     held_gold = [g for g, h in zip(gold, held, strict=True) if h]
     kept_gold = [g for g, h in zip(gold, held, strict=True) if not h]
-    grid: dict[float, tuple[float, np.ndarray]] = {}
+    grid: dict[float, tuple[float, np.ndarray, list[Label]]] = {}
     for l2 in L2_GRID:
         probs = fit_decision(features[~held], kept_gold, top_k, l2).predict_proba(features[held])
         predicted = [decision_label(p, two_way=False) for p in probs]
-        grid[l2] = (balanced_accuracy(held_gold, predicted), probs)
+        grid[l2] = (balanced_accuracy(held_gold, predicted), probs, predicted)
     best = max(L2_GRID, key=lambda l2: (round(grid[l2][0], 4), l2))
-    probs = grid[best][1]
-    predicted = [decision_label(p, two_way=False) for p in probs]
+    _, probs, predicted = grid[best]
     own = [v for v, h in zip(verifier_labels, held, strict=True) if h]
     model = fit_decision(features, gold, top_k, best)
     model.info.update(
