@@ -6,9 +6,9 @@ import json
 
 import pytest
 
+from garag.claim_parse import parse_claims
 from garag.store import SentenceStore, build_store
 from garag.types import Label, SentenceId
-from garag.claim_parse import parse_claims
 from training.bridges import clause_about, corpus_bridges, lead_sentence
 from training.compositional import join_claims
 from training.data import TrainClaim
