@@ -107,7 +107,7 @@ from garag.types import Claim, Evidence, Label, SentenceId
 from training.compositional import Part, compose_label, join_claims
 from training.contrast_names import name_pool, substitute_entity, swap_roles
 from training.contrast_rules import change_number, replace_relation
-from training.data import TrainClaim, fetch_evidence, read_train_pairs
+from training.data import TrainClaim, fetch_evidence, gold_premise, read_train_pairs
 from verifier.base import TrainExample
 
 # Names the examples this module makes: raise it whenever the same inputs would give other claims.
@@ -356,6 +356,99 @@ def contrast_examples(contrasts: Iterable[ContrastClaim]) -> list[TrainExample]:
         )
         for c in contrasts
     ]
+
+
+def composed_premise(
+    claim: ContrastClaim,
+    index: dict,
+    retrieved: Sequence[Sequence[SentenceId]],
+    store: SentenceStore,
+    top_k: int,
+    texts: dict[SentenceId, str],
+) -> tuple[Evidence, ...] | None:
+    """A COMPOSED claim's premise: every part's evidence, then the parts' retrieved sentences, at
+    most ``top_k``; None when the parts' evidence alone is longer.  ``index`` maps a source claim's
+    id to its row of ``retrieved``."""
+    if len(claim.evidence) > top_k:
+        return None
+    rows = [index[int(x)] for x in str(claim.claim_id).split("+") if int(x) in index]
+    fill = [s for j in rows for s in retrieved[j][:top_k]]
+    shown = {e.sentence for e in claim.evidence}
+    evidence = list(claim.evidence) + [
+        e for e in fetch_evidence(store, fill, texts) if e.sentence not in shown
+    ]
+    return tuple(evidence[:top_k])
+
+
+def contrast_train_examples(
+    claims: Sequence[TrainClaim],
+    retrieved: Sequence[Sequence[SentenceId]],
+    store: SentenceStore,
+    *,
+    top_k: int,
+    distractors: int,
+    share: float,
+    nei_per_claim: float,
+    nei_sentences: int,
+    seed: int,
+    composed_share: float = 0.35,
+) -> tuple[list[TrainExample], Counter]:
+    """Verifier training examples of contrast claims (``train.contrast``), read as the pipeline reads
+    a claim:
+
+    * a seeded ``share`` of the claims is changed by every rule that applies; each changed claim is
+      read with its source's own premise (:func:`training.data.gold_premise`: the gold sentences and
+      ``distractors`` retrieved ones), labelled by the rules above;
+    * with odds ``nei_per_claim`` a changed claim is also read with its source's top
+      ``nei_sentences`` retrieved non-evidence sentences, labelled NOT ENOUGH INFO, so that a
+      change alone says nothing of the label;
+    * ``composed_share * share`` composed claims per claim (:func:`compose_contrasts`, of the
+      changed claims whose label is SUPPORTS or that have a name substituted: HoVer's kind), read
+      with :func:`composed_premise`.
+
+    Returns:
+        The examples and counts by kind (``"negation:REFUTES"``, ``"nei"``, ``"composed:SUPPORTS"``).
+    """
+    if len(claims) != len(retrieved):
+        raise ValueError(f"{len(claims)} claims but {len(retrieved)} retrieved lists")
+    rng = random.Random(f"{seed}|contrast-examples")
+    chosen = [i for i in range(len(claims)) if rng.random() < share]
+    index = {claims[i].id: i for i in chosen}
+    sources = sources_from_claims([claims[i] for i in chosen], store)
+    twins = contrast_claims(sources, seed)
+    texts: dict[SentenceId, str] = {}
+    premises: dict[int, tuple[Evidence, ...]] = {}
+    counts: Counter = Counter()
+    out: list[TrainExample] = []
+    for twin in twins:
+        i = index[int(twin.claim_id)]
+        claim, ranked = claims[i], retrieved[i]
+        if i not in premises:
+            premises[i] = fetch_evidence(store, gold_premise(claim, ranked, top_k, distractors, rng), texts)
+        tag = f"{twin.change.value}:{claim.id}"
+        if any(e.sentence in set(claim.evidence) for e in premises[i]):
+            out.append(TrainExample(claim=twin.text, evidence=premises[i], label=twin.label, claim_id=tag))
+            counts[f"{twin.change.value}:{twin.label.value}"] += 1
+        if rng.random() < nei_per_claim:
+            negatives = [s for s in ranked if s not in set(claim.evidence) and s.page][:nei_sentences]
+            nei = fetch_evidence(store, negatives, texts)
+            if nei:
+                out.append(
+                    TrainExample(claim=twin.text, evidence=nei, label=Label.NOT_ENOUGH_INFO, claim_id=tag)
+                )
+                counts["nei"] += 1
+    parts = [t for t in twins if t.change is ChangeType.ENTITY or t.label is Label.SUPPORTS]
+    for c in compose_contrasts(parts, sources, round(composed_share * len(chosen)), seed + 7):
+        premise = composed_premise(c, index, retrieved, store, top_k, texts)
+        if premise is None:
+            counts["composed_skipped_evidence_over_top_k"] += 1
+            continue
+        out.append(
+            TrainExample(claim=c.text, evidence=premise, label=c.label, claim_id=f"composed:{c.claim_id}")
+        )
+        counts[f"composed:{c.label.value}"] += 1
+    counts["changed_claims"] = len(chosen)
+    return out, counts
 
 
 def contrast_counts(contrasts: Iterable[ContrastClaim]) -> Counter:

@@ -138,6 +138,28 @@ def fetch_evidence(
     return tuple(out)
 
 
+def gold_premise(
+    claim: TrainClaim,
+    ranked: Sequence[SentenceId],
+    top_k: int,
+    distractors: int,
+    rng: random.Random,
+) -> list[SentenceId]:
+    """A claim's gold sentences plus ``distractors`` retrieved non-evidence ones, in retrieval order
+    (a gold sentence the retriever missed takes a random slot), at most ``top_k``: the premise of its
+    training example, built as the pipeline reads a claim."""
+    gold = list(claim.evidence[:top_k])
+    gold_set = set(claim.evidence)
+    negatives = [s for s in ranked if s not in gold_set and s.page]
+    order = [s for s in ranked if s in gold_set][:top_k]
+    missing = [s for s in gold if s not in order]
+    chosen = set(order + negatives[: max(0, min(distractors, top_k - len(gold)))])
+    premise = [s for s in ranked if s in chosen]  # retrieval order, as at test time
+    for s in missing:
+        premise.insert(rng.randint(0, len(premise)), s)
+    return premise[:top_k]
+
+
 def build_examples(
     claims: Sequence[TrainClaim],
     retrieved: Sequence[Sequence[SentenceId]],
@@ -172,16 +194,9 @@ def build_examples(
     counts: Counter = Counter()
     out: list[TrainExample] = []
     for claim, ranked in zip(claims, retrieved, strict=True):
-        gold = list(claim.evidence[:top_k])
         gold_set = set(claim.evidence)
         negatives = [s for s in ranked if s not in gold_set and s.page]
-        order = [s for s in ranked if s in gold_set][:top_k]
-        missing = [s for s in gold if s not in order]
-        chosen = set(order + negatives[: max(0, min(distractors, top_k - len(gold)))])
-        premise = [s for s in ranked if s in chosen]  # retrieval order, as at test time
-        for s in missing:
-            premise.insert(rng.randint(0, len(premise)), s)
-        ev = fetch_evidence(store, premise[:top_k], texts)
+        ev = fetch_evidence(store, gold_premise(claim, ranked, top_k, distractors, rng), texts)
         if any(e.sentence in gold_set for e in ev):
             out.append(TrainExample(claim=claim.text, evidence=ev, label=claim.label, claim_id=claim.id))
             counts[claim.label.value] += 1

@@ -41,7 +41,13 @@ from garag.types import Evidence, Label
 from pipeline.decompose import RuleDecomposer
 from training.bridges import bridge_instances
 from training.compositional import compose_examples
-from training.contrast import ChangeType, compose_contrasts, contrast_claims, sources_from_claims
+from training.contrast import (
+    ChangeType,
+    compose_contrasts,
+    composed_premise,
+    contrast_claims,
+    sources_from_claims,
+)
 from training.data import TrainClaim, aggregator_instances, fetch_evidence
 from verifier.base import Verifier
 from verifier.claim_aggregator import balanced_accuracy
@@ -100,13 +106,11 @@ def decision_instances(
     substituted = [t for t in twins if t.change is ChangeType.ENTITY or t.label is Label.SUPPORTS]
     made += compose_contrasts(substituted, sources, round(COMPOSED_SHARE * len(claims)), seed + 7)
     for c in (t for t in made if t.change is ChangeType.COMPOSED):
-        if len(c.evidence) > top_k:
+        premise = composed_premise(c, index, retrieved, store, top_k, texts)
+        if premise is None:
             counts["composed_contrast_skipped_evidence_over_top_k"] += 1
             continue
-        ids = [index[int(x)] for x in str(c.claim_id).split("+") if int(x) in index]
-        fill = [s for j in ids for s in retrieved[j][:top_k]]
-        evidence = list(c.evidence) + [e for e in fetch_evidence(store, fill, texts) if e not in c.evidence]
-        out.append((c.text, tuple(evidence[:top_k]), c.label, -1))
+        out.append((c.text, premise, c.label, -1))
         counts[f"composed_contrast_{len(c.parts)}_{c.label.value}"] += 1
     composed, made_counts = compose_examples(
         claims, retrieved, store, n=round(COMPOSED_SHARE * len(claims)), top_k=top_k, seed=seed + 1

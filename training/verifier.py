@@ -32,6 +32,7 @@ from pipeline.retrieval import RetrievalPipeline
 from training.backbones import resolve_backbone
 from training.calibration import calibrate_nei_bias
 from training.compositional import compose_examples
+from training.contrast import contrast_train_examples
 from training.data import (
     TrainClaim,
     aggregator_instances,
@@ -256,6 +257,24 @@ def prepare_examples(
             )
             examples.extend(c.example for c in composed)
             stats[f"{name}_compositional"] = dict(counts)
+    if tc.contrast > 0:
+        for name, part, lists, seed, examples in (
+            ("train", train_c, retrieved[: len(train_c)], tc.seed + 4, train_ex),
+            ("val", val_c, retrieved[len(train_c) :], tc.seed + 5, val_ex),
+        ):
+            changed, counts = contrast_train_examples(
+                part,
+                lists,
+                pipe.store,
+                top_k=config.verifier.top_k,
+                distractors=tc.distractors,
+                share=tc.contrast,
+                nei_per_claim=tc.nei_per_claim,
+                nei_sentences=tc.nei_sentences,
+                seed=seed,
+            )
+            examples.extend(changed)
+            stats[f"{name}_contrast"] = dict(counts)
     return train_ex, val_ex, stats
 
 

@@ -131,6 +131,10 @@ def verifier_artifact_dir(config: Config, teacher_sha256: str | None = None) -> 
     }
     if config.train.compositional > 0:
         settings["compositional_generator"] = GENERATOR_VERSION
+    if config.train.contrast > 0:
+        from training.contrast import GENERATOR as CONTRAST_GENERATOR  # the generator's own version
+
+        settings["contrast_generator"] = CONTRAST_GENERATOR
     teacher = teacher_path(config)
     if teacher is not None:
         settings["distill_sha256"] = teacher_sha256 or file_sha256(teacher)

@@ -191,6 +191,12 @@ class TrainConfig(Section):
             evidence and retrieved distractors as the premise (training/compositional.py).
         bridge_share: share of compositional examples built as bridge chains (each part about a
             page the previous part mentions), as in HoVer.
+        contrast: share of train claims (0-1; 0 = none) changed by the contrast rules
+            (training/contrast.py: negation both ways, numbers and dates moved, roles swapped,
+            relations replaced, a name substituted), each changed claim read with its source's
+            premise and labelled by the rules, plus HoVer-like compositions of them
+            (:func:`training.contrast.contrast_train_examples`).  Without them a verifier reads
+            "not" as refutation and passes a claim with a name or a year changed.
         seed: random seed for splits, sampling and initialisation.
         distill: a teacher file of soft targets (training/distill.py; "" = none): each example it
             scored is trained towards the teacher's probabilities as well as its label.  Hashed
@@ -227,6 +233,7 @@ class TrainConfig(Section):
     seed: Int = Field(13, ge=0)
     compositional: Float = Field(0.0, ge=0, le=20)
     bridge_share: Float = Field(0.5, ge=0, le=1)
+    contrast: Float = Field(0.0, ge=0, le=1)
     base_train: dict[StrictStr, object] = Field(default_factory=dict)
     distill: Str = ""
     distill_weight: Float = Field(0.5, ge=0, le=1)
@@ -236,6 +243,7 @@ class TrainConfig(Section):
     HASH_OPTIONAL: ClassVar[dict[str, object]] = {
         "compositional": 0.0,
         "bridge_share": 0.5,
+        "contrast": 0.0,
         "base_train": {},
         "precision": "float32",
     }

@@ -215,10 +215,8 @@ def test_keys_added_later_leave_old_hashes_alone() -> None:
     assert run_hash(load_config("configs/baseline.yaml", ["dense.pq_m=32"])) != now
     # how BM25 is built (in shards or at once) is never part of a hash: the index is the same
     assert run_hash(load_config("configs/baseline.yaml", ["bm25.shard_docs=5"])) == now
-    assert (
-        verifier_artifact_dir(load_config(None, ["train.compositional=1"])).name
-        != "verifier-b0424bf1807375cf"
-    )
+    for added in ("train.compositional=1", "train.contrast=0.5"):
+        assert verifier_artifact_dir(load_config(None, [added])).name != "verifier-b0424bf1807375cf"
     # how a run searches its own dense index changes its runs, never the verifier (whose training
     # corpus is searched with TRAIN_SEARCH): ivf_nprobe's default moved from 32 to 64 without
     # renaming the verifier folder

@@ -528,3 +528,69 @@ def test_coverage_on_fever_train_pairs() -> None:
             assert _names(c.text) == _names(c.source_text), (c.source_text, c.text)
         assert c.label is (c.source_label if c.change is ChangeType.UNCHANGED else c.label)
     assert set(RULE_KINDS) <= {c.change for c in made}
+
+
+def _train_claims() -> tuple[list, list]:
+    from training.data import TrainClaim
+
+    claims = [
+        TrainClaim(10, "The Beatles were formed in Liverpool.", S, (SentenceId("The_Beatles", 0),)),
+        TrainClaim(11, "Snowpiercer is a romantic comedy.", R, (SentenceId("Snowpiercer", 0),)),
+        TrainClaim(12, "John Lennon was born in 1940.", S, (SentenceId("John_Lennon", 0),)),
+    ]
+    retrieved = [
+        [SentenceId("Liverpool", 0), SentenceId("The_Beatles", 3), SentenceId("The_Beatles", 0)],
+        [SentenceId("Tilda_Swinton", 1), SentenceId("Snowpiercer", 0), SentenceId("England", 0)],
+        [SentenceId("The_Beatles", 1), SentenceId("England", 0)],  # the gold sentence was missed
+    ]
+    return claims, retrieved
+
+
+def test_contrast_train_examples_read_each_twin_with_its_sources_premise(tiny_store: SentenceStore) -> None:
+    from training.contrast import contrast_train_examples
+
+    claims, retrieved = _train_claims()
+    kw = dict(top_k=3, distractors=1, nei_per_claim=1.0, nei_sentences=2, seed=5)
+    examples, counts = contrast_train_examples(claims, retrieved, tiny_store, share=1.0, **kw)
+    assert counts["changed_claims"] == 3
+    by_claim = {e.claim: e for e in examples if e.label is not NEI}
+    # a refuted claim negated is supported, read with the refuted claim's own sentences
+    snow = by_claim["Snowpiercer is not a romantic comedy."]
+    assert snow.label is S and snow.claim_id == "negation:11"
+    assert [e.sentence for e in snow.evidence] == [
+        SentenceId("Tilda_Swinton", 1),
+        SentenceId("Snowpiercer", 0),
+    ]
+    beatles = by_claim["The Beatles were not formed in Liverpool."]
+    assert beatles.label is R and SentenceId("The_Beatles", 0) in [e.sentence for e in beatles.evidence]
+    lennon = [e for e in examples if e.claim_id.endswith(":12") and e.label is not NEI]
+    assert lennon and all(e.label is R for e in lennon)  # a year moved, "born" -> "died": refuted
+    assert all(SentenceId("John_Lennon", 0) in [s.sentence for s in e.evidence] for e in lennon)
+    gold = {c.id: set(c.evidence) for c in claims}
+    for e in examples:
+        assert e.claim not in {c.text for c in claims} and len(e.evidence) <= 3
+        assert all(ev.text for ev in e.evidence)
+        source = gold[int(e.claim_id.split(":")[1])]
+        # with the source's evidence the rules' label; without it, NOT ENOUGH INFO
+        assert (e.label is NEI) == (not source & {ev.sentence for ev in e.evidence})
+    assert counts["nei"] == sum(e.label is NEI for e in examples) > 0
+    assert contrast_train_examples(claims, retrieved, tiny_store, share=1.0, **kw) == (examples, counts)
+    none, _ = contrast_train_examples(claims, retrieved, tiny_store, share=0.0, **kw)
+    assert none == []
+    with pytest.raises(ValueError, match="3 claims but 2 retrieved"):
+        contrast_train_examples(claims, retrieved[:2], tiny_store, share=1.0, **kw)
+
+
+def test_a_composed_premise_is_every_parts_evidence_then_their_retrieved_sentences(
+    tiny_store: SentenceStore,
+) -> None:
+    from training.contrast import composed_premise
+
+    claims, retrieved = _train_claims()
+    parts = [Evidence(SentenceId("Snowpiercer", 0), "s"), Evidence(SentenceId("John_Lennon", 0), "j")]
+    made = ContrastClaim("A, and B.", S, ChangeType.COMPOSED, "A, and B.", S, "11+12", tuple(parts))
+    index = {11: 1, 12: 2}
+    premise = composed_premise(made, index, retrieved, tiny_store, 4, {})
+    assert premise is not None and premise[:2] == tuple(parts)
+    assert [e.sentence for e in premise[2:]] == [SentenceId("Tilda_Swinton", 1), SentenceId("England", 0)]
+    assert composed_premise(made, index, retrieved, tiny_store, 1, {}) is None  # evidence over top_k
