@@ -109,9 +109,7 @@ from training.contrast_names import name_pool, substitute_entity, swap_roles
 from training.contrast_rules import change_number, replace_relation
 from training.data import TrainClaim, fetch_evidence, gold_premise, read_train_pairs
 from verifier.base import TrainExample
-
-# Names the examples this module makes: raise it whenever the same inputs would give other claims.
-GENERATOR = "garag-contrast-v1"
+from verifier.trained import CONTRAST_GENERATOR as GENERATOR  # noqa: F401 - names what this module makes
 
 
 class ChangeType(str, Enum):

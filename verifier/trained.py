@@ -22,6 +22,9 @@ from verifier.inputs import PREMISE_FORMAT
 # Recorded in the artifact hash of verifiers trained with compositional examples: change it
 # whenever training/compositional.py would produce other examples from the same inputs.
 GENERATOR_VERSION = "garag-compositional-v1"
+# Likewise for contrast claims (train.contrast): it names the claims training/contrast.py makes (its
+# GENERATOR); raise it whenever the same inputs would give other claims.
+CONTRAST_GENERATOR = "garag-contrast-v1"
 
 
 TRAIN_HINT = "garag train-verifier (with this config and its --set overrides)"
@@ -132,8 +135,6 @@ def verifier_artifact_dir(config: Config, teacher_sha256: str | None = None) -> 
     if config.train.compositional > 0:
         settings["compositional_generator"] = GENERATOR_VERSION
     if config.train.contrast > 0:
-        from training.contrast import GENERATOR as CONTRAST_GENERATOR  # the generator's own version
-
         settings["contrast_generator"] = CONTRAST_GENERATOR
     teacher = teacher_path(config)
     if teacher is not None:
