@@ -241,27 +241,24 @@ def prepare_examples(
         "train_examples": dict(train_counts),
         "val_examples": dict(val_counts),
     }
-    if tc.compositional > 0:
-        for name, part, lists, seed, examples in (
-            ("train", train_c, retrieved[: len(train_c)], tc.seed + 2, train_ex),
-            ("val", val_c, retrieved[len(train_c) :], tc.seed + 3, val_ex),
-        ):
+    # synthetic examples of each split's own claims (validation examples only validate)
+    for name, part, lists, offset, examples in (
+        ("train", train_c, retrieved[: len(train_c)], 2, train_ex),
+        ("val", val_c, retrieved[len(train_c) :], 3, val_ex),
+    ):
+        if tc.compositional > 0:
             composed, counts = compose_examples(
                 part,
                 lists,
                 pipe.store,
                 n=round(tc.compositional * len(part)),
                 top_k=config.verifier.top_k,
-                seed=seed,
+                seed=tc.seed + offset,
                 bridge_share=tc.bridge_share,
             )
             examples.extend(c.example for c in composed)
             stats[f"{name}_compositional"] = dict(counts)
-    if tc.contrast > 0:
-        for name, part, lists, seed, examples in (
-            ("train", train_c, retrieved[: len(train_c)], tc.seed + 4, train_ex),
-            ("val", val_c, retrieved[len(train_c) :], tc.seed + 5, val_ex),
-        ):
+        if tc.contrast > 0:
             changed, counts = contrast_train_examples(
                 part,
                 lists,
@@ -271,7 +268,7 @@ def prepare_examples(
                 share=tc.contrast,
                 nei_per_claim=tc.nei_per_claim,
                 nei_sentences=tc.nei_sentences,
-                seed=seed,
+                seed=tc.seed + offset + 2,
             )
             examples.extend(changed)
             stats[f"{name}_contrast"] = dict(counts)
