@@ -423,12 +423,12 @@ def contrast_train_examples(
         claim, ranked = claims[i], retrieved[i]
         if i not in premises:
             premises[i] = fetch_evidence(store, gold_premise(claim, ranked, top_k, distractors, rng), texts)
-        tag = f"{twin.change.value}:{claim.id}"
-        if any(e.sentence in set(claim.evidence) for e in premises[i]):
+        tag, gold = f"{twin.change.value}:{claim.id}", set(claim.evidence)
+        if any(e.sentence in gold for e in premises[i]):
             out.append(TrainExample(claim=twin.text, evidence=premises[i], label=twin.label, claim_id=tag))
             counts[f"{twin.change.value}:{twin.label.value}"] += 1
         if rng.random() < nei_per_claim:
-            negatives = [s for s in ranked if s not in set(claim.evidence) and s.page][:nei_sentences]
+            negatives = [s for s in ranked if s not in gold and s.page][:nei_sentences]
             nei = fetch_evidence(store, negatives, texts)
             if nei:
                 out.append(
