@@ -5,7 +5,7 @@ Why: a verifier trained on FEVER learns shortcuts from the claim alone (Schuster
 It then calls "Bhagat Singh was not an American." REFUTES although the claim is a negated
 REFUTES claim, hence SUPPORTS.  Contrast pairs (the same names and the same evidence, a
 small change, the other label) take those shortcuts away.  Every changed claim keeps the
-ORIGINAL claim's evidence (:func:`contrast_examples`): only the claim changes.
+ORIGINAL claim's evidence (:func:`contrast_train_examples` reads it so): only the claim changes.
 
 Input: :class:`SourceClaim` (text, FEVER label, evidence sentences with their text), built from
 ``train_pairs.jsonl`` by :func:`sources_from_train_pairs` or from FEVER-format claims and a
@@ -107,9 +107,12 @@ from garag.types import Claim, Evidence, Label, SentenceId
 from training.compositional import Part, compose_label, join_claims
 from training.contrast_names import name_pool, substitute_entity, swap_roles
 from training.contrast_rules import change_number, replace_relation
-from training.data import TrainClaim, fetch_evidence, gold_premise, read_train_pairs
+from training.data import TrainClaim, fetch_evidence, gold_premise, hard_negatives, read_train_pairs
 from verifier.base import TrainExample
 from verifier.trained import CONTRAST_GENERATOR as GENERATOR  # noqa: F401 - names what this module makes
+
+CONTRAST_COMPOSED_SHARE = 0.35
+"""Composed contrast claims per changed train claim (:func:`contrast_train_examples`)."""
 
 
 class ChangeType(str, Enum):
@@ -346,16 +349,6 @@ def compose_contrasts(
     return out
 
 
-def contrast_examples(contrasts: Iterable[ContrastClaim]) -> list[TrainExample]:
-    """Verifier training examples: each changed claim with its SOURCE claim's evidence."""
-    return [
-        TrainExample(
-            claim=c.text, evidence=c.evidence, label=c.label, claim_id=f"{c.change.value}:{c.claim_id}"
-        )
-        for c in contrasts
-    ]
-
-
 def composed_premise(
     claim: ContrastClaim,
     index: dict,
@@ -389,7 +382,7 @@ def contrast_train_examples(
     nei_per_claim: float,
     nei_sentences: int,
     seed: int,
-    composed_share: float = 0.35,
+    composed_share: float = CONTRAST_COMPOSED_SHARE,
 ) -> tuple[list[TrainExample], Counter]:
     """Verifier training examples of contrast claims (``train.contrast``), read as the pipeline reads
     a claim:
@@ -402,7 +395,7 @@ def contrast_train_examples(
       change alone says nothing of the label;
     * ``composed_share * share`` composed claims per claim (:func:`compose_contrasts`, of the
       changed claims whose label is SUPPORTS or that have a name substituted: HoVer's kind), read
-      with :func:`composed_premise`.
+      with :func:`composed_premise`; none when ``composed_share`` is 0.
 
     Returns:
         The examples and counts by kind (``"negation:REFUTES"``, ``"nei"``, ``"composed:SUPPORTS"``).
@@ -428,7 +421,7 @@ def contrast_train_examples(
             out.append(TrainExample(claim=twin.text, evidence=premises[i], label=twin.label, claim_id=tag))
             counts[f"{twin.change.value}:{twin.label.value}"] += 1
         if rng.random() < nei_per_claim:
-            negatives = [s for s in ranked if s not in gold and s.page][:nei_sentences]
+            negatives = hard_negatives(claim, ranked)[:nei_sentences]
             nei = fetch_evidence(store, negatives, texts)
             if nei:
                 out.append(

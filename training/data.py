@@ -138,6 +138,13 @@ def fetch_evidence(
     return tuple(out)
 
 
+def hard_negatives(claim: TrainClaim, ranked: Sequence[SentenceId]) -> list[SentenceId]:
+    """The retrieved sentences that are not the claim's evidence, best first: what a NOT ENOUGH INFO
+    premise and a gold premise's distractors are made of."""
+    gold = set(claim.evidence)
+    return [s for s in ranked if s not in gold and s.page]
+
+
 def gold_premise(
     claim: TrainClaim,
     ranked: Sequence[SentenceId],
@@ -150,7 +157,7 @@ def gold_premise(
     training example, built as the pipeline reads a claim."""
     gold = list(claim.evidence[:top_k])
     gold_set = set(claim.evidence)
-    negatives = [s for s in ranked if s not in gold_set and s.page]
+    negatives = hard_negatives(claim, ranked)
     order = [s for s in ranked if s in gold_set][:top_k]
     missing = [s for s in gold if s not in order]
     chosen = set(order + negatives[: max(0, min(distractors, top_k - len(gold)))])
@@ -195,7 +202,7 @@ def build_examples(
     out: list[TrainExample] = []
     for claim, ranked in zip(claims, retrieved, strict=True):
         gold_set = set(claim.evidence)
-        negatives = [s for s in ranked if s not in gold_set and s.page]
+        negatives = hard_negatives(claim, ranked)
         ev = fetch_evidence(store, gold_premise(claim, ranked, top_k, distractors, rng), texts)
         if any(e.sentence in gold_set for e in ev):
             out.append(TrainExample(claim=claim.text, evidence=ev, label=claim.label, claim_id=claim.id))

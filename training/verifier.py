@@ -32,7 +32,7 @@ from pipeline.retrieval import RetrievalPipeline
 from training.backbones import resolve_backbone
 from training.calibration import calibrate_nei_bias
 from training.compositional import compose_examples
-from training.contrast import contrast_train_examples
+from training.contrast import CONTRAST_COMPOSED_SHARE, contrast_train_examples
 from training.data import (
     TrainClaim,
     aggregator_instances,
@@ -269,6 +269,9 @@ def prepare_examples(
                 nei_per_claim=tc.nei_per_claim,
                 nei_sentences=tc.nei_sentences,
                 seed=tc.seed + offset + 2,
+                # compositions read several parts' evidence at once: only for a recipe that already
+                # trains on composed claims (a per-sentence verifier reads one sentence at a time)
+                composed_share=CONTRAST_COMPOSED_SHARE if tc.compositional > 0 else 0.0,
             )
             examples.extend(changed)
             stats[f"{name}_contrast"] = dict(counts)
