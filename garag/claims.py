@@ -147,8 +147,16 @@ def _fever_claim(obj: dict, path: Path, lineno: int) -> Claim:
 
 
 def _hover_claim(obj: dict, path: Path, lineno: int) -> Claim:
+    evidence = obj.get("evidence") or []
+    if not isinstance(evidence, list):
+        raise InputError(str(path), lineno, f"claim {obj['id']!r}: evidence is not a list of [page, line]")
+    hops = obj.get("num_hops")
+    if hops is not None and not (isinstance(hops, int) and not isinstance(hops, bool) and hops >= 1):
+        raise InputError(
+            str(path), lineno, f"claim {obj['id']!r}: num_hops {hops!r} is not a positive integer"
+        )
     items = []
-    for item in obj.get("evidence") or []:
+    for item in evidence:
         if not (
             isinstance(item, list) and len(item) == 2 and isinstance(item[0], str) and is_line_number(item[1])
         ):
@@ -161,7 +169,7 @@ def _hover_claim(obj: dict, path: Path, lineno: int) -> Claim:
         text=obj["claim"],
         label=obj.get("label"),
         evidence=(tuple(items),) if items else (),
-        num_hops=obj.get("num_hops"),
+        num_hops=hops,
         contrast=_contrast(obj, path, lineno),
     )
 

@@ -106,3 +106,25 @@ def test_a_malformed_contrast_is_one_line_naming_the_line(tmp_path: Path, bad):
         InputError, match=r"c\.jsonl:1: claim 1: contrast .* is not \{change: NAME, source: ID\}"
     ):
         list(read_fever_claims(path))
+
+
+@pytest.mark.parametrize(
+    ("field", "message"),
+    [
+        ({"evidence": True}, r"evidence is not a list of \[page, line\]"),
+        ({"evidence": {"X": 0}}, r"evidence is not a list of \[page, line\]"),
+        ({"evidence": [["X", "0"]]}, r"evidence item \['X', '0'\] is not \[page, line\]"),
+        ({"num_hops": "two"}, r"num_hops 'two' is not a positive integer"),
+        ({"num_hops": 0}, r"num_hops 0 is not a positive integer"),
+        ({"num_hops": True}, r"num_hops True is not a positive integer"),
+    ],
+)
+def test_a_malformed_hover_claim_is_one_line_naming_the_line(tmp_path: Path, field: dict, message: str):
+    from garag.claims import read_hover_claims
+
+    path = tmp_path / "h.jsonl"
+    good = {"id": 1, "label": "SUPPORTED", "claim": "X is Y.", "evidence": [["X", 0]], "num_hops": 2}
+    path.write_text(json.dumps(good) + "\n" + json.dumps(good | {"id": 2} | field) + "\n")
+    with pytest.raises(InputError, match=rf"h\.jsonl:2: claim 2: {message}"):
+        list(read_hover_claims(path))
+    assert [c.num_hops for c in read_hover_claims(path, ErrorPolicy(skip=True))] == [2]
