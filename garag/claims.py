@@ -185,5 +185,6 @@ def read_fever_claims(path: str | Path, policy: ErrorPolicy | None = None) -> It
 
 
 def read_hover_claims(path: str | Path, policy: ErrorPolicy | None = None) -> Iterator[Claim]:
-    """Stream claims from HoVer's format (one evidence set of ``[page, line]`` pairs); errors as FEVER's."""
+    """Stream claims from HoVer's format (one evidence set of ``[page, line]`` pairs); errors as FEVER's,
+    and a ``num_hops`` that is not a positive integer."""
     return _read_claims(path, policy, HOVER_LABELS, _hover_claim)
