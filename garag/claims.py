@@ -68,12 +68,17 @@ def _check_common(obj: dict, path: Path, lineno: int, labels: tuple[str, ...]) -
         )
 
 
-def _fever_evidence(obj: dict, path: Path, lineno: int) -> tuple[tuple[SentenceId, ...], ...]:
-    sets = []
+def _evidence_list(obj: dict, path: Path, lineno: int, of: str) -> list:
+    """The claim's ``evidence`` field (absent or empty: ``[]``), which must be a list ``of`` items."""
     evidence = obj.get("evidence") or []
     if not isinstance(evidence, list):
-        raise InputError(str(path), lineno, f"claim {obj['id']!r}: evidence is not a list of evidence sets")
-    for group in evidence:
+        raise InputError(str(path), lineno, f"claim {obj['id']!r}: evidence is not a list of {of}")
+    return evidence
+
+
+def _fever_evidence(obj: dict, path: Path, lineno: int) -> tuple[tuple[SentenceId, ...], ...]:
+    sets = []
+    for group in _evidence_list(obj, path, lineno, "evidence sets"):
         if not isinstance(group, list):
             raise InputError(str(path), lineno, f"claim {obj['id']!r}: evidence set is not a list")
         items = []
@@ -147,11 +152,9 @@ def _fever_claim(obj: dict, path: Path, lineno: int) -> Claim:
 
 
 def _hover_claim(obj: dict, path: Path, lineno: int) -> Claim:
-    evidence = obj.get("evidence") or []
-    if not isinstance(evidence, list):
-        raise InputError(str(path), lineno, f"claim {obj['id']!r}: evidence is not a list of [page, line]")
+    evidence = _evidence_list(obj, path, lineno, "[page, line]")
     hops = obj.get("num_hops")
-    if hops is not None and not (isinstance(hops, int) and not isinstance(hops, bool) and hops >= 1):
+    if hops is not None and not (is_line_number(hops) and hops >= 1):
         raise InputError(
             str(path), lineno, f"claim {obj['id']!r}: num_hops {hops!r} is not a positive integer"
         )
