@@ -136,6 +136,11 @@ def verifier_artifact_dir(config: Config, teacher_sha256: str | None = None) -> 
         settings["compositional_generator"] = GENERATOR_VERSION
     if config.train.contrast > 0:
         settings["contrast_generator"] = CONTRAST_GENERATOR
+        if config.train.compositional == 0:
+            # a per-sentence recipe's contrast claims are twins only since 1a02f2a (compositions
+            # before it), so a folder trained before then is not taken for one made now; recipes
+            # with compositions make the same claims as before and keep their folders
+            settings["contrast_compositions"] = False
     teacher = teacher_path(config)
     if teacher is not None:
         settings["distill_sha256"] = teacher_sha256 or file_sha256(teacher)

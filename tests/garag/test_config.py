@@ -217,6 +217,11 @@ def test_keys_added_later_leave_old_hashes_alone() -> None:
     assert run_hash(load_config("configs/baseline.yaml", ["bm25.shard_docs=5"])) == now
     for added in ("train.compositional=1", "train.contrast=0.5"):
         assert verifier_artifact_dir(load_config(None, [added])).name != "verifier-b0424bf1807375cf"
+    # a per-sentence recipe's contrast claims are twins only since 1a02f2a (compositions before):
+    # its folder was renamed (verifier-69eaaee47df2d97d before), so a verifier trained on the old
+    # claims is not reused
+    twins = load_config(None, ["train.contrast=0.5", "train.epochs=2"])
+    assert verifier_artifact_dir(twins).name == "verifier-478b9a6379a9c6c1"
     # how a run searches its own dense index changes its runs, never the verifier (whose training
     # corpus is searched with TRAIN_SEARCH): ivf_nprobe's default moved from 32 to 64 without
     # renaming the verifier folder
