@@ -33,21 +33,42 @@ def test_accuracy_per_change_and_pairs_both_right() -> None:
     assert m["changed"] == {"n": 3, "accuracy": 2 / 3}
     # 1~negation is wrong; 2~negation and 2~number are right with their original
     assert m["pairs"]["n"] == 3 and m["pairs"]["consistent"] == 2 / 3
-    assert m["pairs"]["by_change"]["negation"] == {"n": 2, "consistent": 0.5}
-    assert "| all changed | 3 | 0.667 | 0.667 (3) |" in contrast_table(m)
+    assert m["pairs"]["by_change"]["negation"] == {
+        "n": 2,
+        "consistent": 0.5,
+        "if_original_right": {"n": 2, "accuracy": 0.5},
+        "if_original_wrong": {"n": 0, "accuracy": None},
+    }
+    assert "| all changed | 3 | 0.667 | 0.667 (3) | 0.667 (3) |  |" in contrast_table(m)
 
 
 def test_a_twin_right_while_its_original_is_wrong_is_no_consistent_pair() -> None:
     predicted = ["SUPPORTS", "SUPPORTS", "SUPPORTS", "REFUTES", "REFUTES", "SUPPORTS"]
     m = contrast_metrics(CLAIMS, predicted)
     assert m["by_change"]["negation"]["accuracy"] == 1.0
-    assert m["pairs"]["by_change"]["negation"] == {"n": 2, "consistent": 0.5}
+    negation = m["pairs"]["by_change"]["negation"]
+    assert (negation["n"], negation["consistent"]) == (2, 0.5)
+    # the twins' accuracy apart where the original is right (2~negation) and wrong (1~negation)
+    assert negation["if_original_right"] == {"n": 1, "accuracy": 1.0}
+    assert negation["if_original_wrong"] == {"n": 1, "accuracy": 1.0}
+    assert "| negation | 2 | 1.000 | 0.500 (2) | 1.000 (1) | 1.000 (1) |" in contrast_table(m)
+
+
+def test_twins_that_follow_their_originals_show_it_apart_from_their_accuracy() -> None:
+    # every twin right exactly when its original is: 1 wrong, so its negation is wrong too
+    predicted = ["SUPPORTS", "SUPPORTS", "REFUTES", "REFUTES", "REFUTES", "SUPPORTS"]
+    pairs = contrast_metrics(CLAIMS, predicted)["pairs"]
+    assert pairs["if_original_right"] == {"n": 2, "accuracy": 1.0}
+    assert pairs["if_original_wrong"] == {"n": 1, "accuracy": 0.0}
+    assert pairs["consistent"] == 2 / 3
 
 
 def test_a_twin_whose_original_is_absent_counts_for_accuracy_only() -> None:
     m = contrast_metrics([_claim("9~number", "REFUTES", "number", "9")], ["REFUTES"])
     assert m["by_change"]["number"] == {"n": 1, "accuracy": 1.0}
     assert m["pairs"]["n"] == 0 and m["pairs"]["consistent"] is None
+    assert m["pairs"]["if_original_right"] == {"n": 0, "accuracy": None}
+    assert "| number | 1 | 1.000 |  |  |  |" in contrast_table(m)
 
 
 def test_lengths_must_match() -> None:
