@@ -138,14 +138,15 @@ def slices_table(metrics: Mapping) -> str:
 
 
 def contrast_section(metrics: Mapping) -> list[str]:
-    """Each system's accuracy per change type and its pairs both right, where the claims are a
-    contrast set (``garag contrast``); nothing otherwise."""
+    """Each system's accuracy per change type, its pairs both right, and its twins' accuracy where
+    their claim is right / wrong, where the claims are a contrast set (``garag contrast``); nothing
+    otherwise."""
     names = [n for n in metrics["systems"] if metrics["per_system"][n].get("contrast")]
     if not names:
         return []
     per = {n: metrics["per_system"][n]["contrast"] for n in names}
-    head = "| change | n | " + " | ".join(f"{n} acc | {n} pairs" for n in names) + " |"
-    lines = ["## Contrast set", "", head, "|---|---|" + "---|---|" * len(names)]
+    head = "| change | n | " + " | ".join(f"{n} acc | {n} pairs | {n} if claim right / wrong" for n in names)
+    lines = ["## Contrast set", "", head + " |", "|---|---|" + "---|---|---|" * len(names)]
     changes = list(per[names[0]]["by_change"]) + ["all changed"]
     for change in changes:
         cells = []
@@ -155,12 +156,20 @@ def contrast_section(metrics: Mapping) -> list[str]:
             else:
                 acc, pair = per[n]["by_change"][change], per[n]["pairs"]["by_change"].get(change)
             both = f"{pair['consistent']:.3f}" if pair and pair["n"] else ""
-            cells.append(f"{acc['accuracy']:.3f} | {both}")
+            cells.append(f"{acc['accuracy']:.3f} | {both} | {_given_the_claim(pair)}")
         n_claims = (
             per[names[0]]["changed"] if change == "all changed" else per[names[0]]["by_change"][change]
         )["n"]
         lines.append(f"| {change} | {n_claims} | " + " | ".join(cells) + " |")
     return [*lines, ""]
+
+
+def _given_the_claim(pair: Mapping | None) -> str:
+    """Twins' accuracy where their claim is right, then where it is wrong ("-": no such twin)."""
+    if not pair or not pair["n"]:
+        return ""
+    given = (pair["if_original_right"], pair["if_original_wrong"])
+    return " / ".join(f"{m['accuracy']:.3f}" if m["n"] else "-" for m in given)
 
 
 def attribution_section(metrics: Mapping) -> str:

@@ -57,7 +57,13 @@ def test_evaluate_reports_the_contrast_set(made, tmp_path: Path, capsys: pytest.
     twins = [c for c in claims.values() if c.contrast.change != "original"]
     assert contrast["changed"]["n"] == len(twins)
     assert contrast["by_change"]["original"]["n"] == len(claims) - len(twins)
-    assert contrast["pairs"]["n"] == len(twins)
+    pairs = contrast["pairs"]
+    assert pairs["n"] == len(twins)
+    # every twin is counted once, where its claim is right or where it is wrong, and the pairs both
+    # right are the twins right where their claim is
+    right, wrong = pairs["if_original_right"], pairs["if_original_wrong"]
+    assert right["n"] + wrong["n"] == len(twins)
+    assert round(pairs["consistent"] * pairs["n"]) == round((right["accuracy"] or 0) * right["n"])
 
 
 def test_an_unknown_kind_is_one_line(made, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from eval.contrast_metrics import contrast_metrics, contrast_table
+from eval.report import contrast_section
 from garag.types import Claim, ContrastOf
 
 
@@ -74,3 +75,23 @@ def test_a_twin_whose_original_is_absent_counts_for_accuracy_only() -> None:
 def test_lengths_must_match() -> None:
     with pytest.raises(ValueError, match="6 claims but 1 predicted labels"):
         contrast_metrics(CLAIMS, ["SUPPORTS"])
+
+
+def test_the_compare_reports_section_gives_each_systems_twins_where_their_claim_is_right_or_wrong() -> None:
+    baseline = ["REFUTES", "SUPPORTS", "REFUTES", "REFUTES", "REFUTES", "SUPPORTS"]
+    graph = ["SUPPORTS", "SUPPORTS", "SUPPORTS", "REFUTES", "REFUTES", "SUPPORTS"]
+    metrics = {
+        "systems": ["baseline", "graph"],
+        "per_system": {
+            "baseline": {"contrast": contrast_metrics(CLAIMS, baseline)},
+            "graph": {"contrast": contrast_metrics(CLAIMS, graph)},
+        },
+    }
+    lines = contrast_section(metrics)
+    assert lines[2] == (
+        "| change | n | baseline acc | baseline pairs | baseline if claim right / wrong "
+        "| graph acc | graph pairs | graph if claim right / wrong |"
+    )
+    # baseline: 1~negation wrong with its claim right, no claim wrong; graph: one each way, both right
+    assert "| negation | 2 | 0.500 | 0.500 | 0.500 / - | 1.000 | 0.500 | 1.000 / 1.000 |" in lines
+    assert "| original | 2 | 1.000 |  |  | 0.500 |  |  |" in lines
