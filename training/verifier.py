@@ -200,10 +200,32 @@ def _split_claims(
     config: Config, progress: bool
 ) -> tuple[RetrievalPipeline, list[TrainClaim], list[TrainClaim], int]:
     """The built training retrieval pipeline and the train / validation claims (eval claims dropped)."""
-    tc = config.train
     pipe = RetrievalPipeline(fever_train_config(config), progress=progress)
     pipe.build()
     assert pipe.store is not None
+    return pipe, *split_train_claims(config)
+
+
+def split_train_claims(config: Config) -> tuple[list[TrainClaim], list[TrainClaim], int]:
+    """A verifier's train and validation claims, and how many train claims were dropped for being
+    evaluation claims.
+
+    The claims are split by their main evidence page (``train.val_fraction`` of them validate);
+    ``train.max_claims`` samples that many first.  A verifier that continues from garag's default
+    one (``train.base_model: garag``) keeps that verifier's split: it trains on claims the default
+    verifier trained on and validates on the default verifier's validation claims (``max_claims``
+    samples each side, ``val_fraction`` of them validation claims).  Its validation accuracy, claim
+    aggregator and decision model then rest on claims neither model was trained on.
+    """
+    tc = config.train
+    if tc.base_model == GARAG_BASE:
+        base_train, base_val, dropped = split_train_claims(base_verifier_config(config))
+        if not tc.max_claims:
+            return base_train, base_val, dropped
+        rng = random.Random(tc.seed)
+        n_val = min(max(1, round(tc.val_fraction * tc.max_claims)), len(base_val))
+        n_train = min(max(1, tc.max_claims - n_val), len(base_train))
+        return rng.sample(base_train, n_train), rng.sample(base_val, n_val), dropped
     claims = read_train_pairs(train_pairs_path(config), ErrorPolicy(skip=config.data.skip_bad_lines))
     eval_texts = [c.text for c in fever().claims()]
     claims, dropped = drop_eval_claims(claims, eval_texts)
@@ -213,7 +235,7 @@ def _split_claims(
     train_c, val_c = split_by_page(claims, tc.val_fraction, tc.seed)
     if not train_c or not val_c:
         raise ValueError(f"too few train claims ({len(claims)}) for a train/validation split")
-    return pipe, train_c, val_c, dropped
+    return train_c, val_c, dropped
 
 
 def prepare_examples(

@@ -151,6 +151,10 @@ def verifier_artifact_dir(config: Config, teacher_sha256: str | None = None) -> 
             settings["distill_temperature"] = config.train.distill_temperature
     if config.train.base_model == GARAG_BASE:
         settings["base_verifier"] = verifier_artifact_dir(base_verifier_config(config)).name
+        # its train and validation claims are drawn from the base verifier's (training.verifier.
+        # split_train_claims); before, from all train claims, so its validation claims were mostly
+        # ones the base verifier had trained on
+        settings["claims_split"] = "the base verifier's"
     return cache / f"verifier-{settings_hash('verifier', settings, cached_fingerprint(corpus, cache))}"
 
 

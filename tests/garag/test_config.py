@@ -264,11 +264,13 @@ def test_base_train_sets_the_default_verifier_that_a_joint_verifier_continues_fr
 
     joint = load_config("configs/graph.yaml+configs/joint.yaml")
     assert joint.train.base_train == {}
-    # left at its default it is not hashed: the joint verifier keeps its name (c796...: with the
-    # contrast claims joint.yaml trains on since issue 52; f482...: the recipe before them)
-    assert verifier_artifact_dir(joint).name == "verifier-c79692405ad0c51c"
+    # left at its default it is not hashed: the joint verifier keeps its name (ee1b...: with the
+    # contrast claims joint.yaml trains on since issue 52; 9d74...: the recipe before them).  Both
+    # were renamed when their claims came to be drawn from the default verifier's split (c796... and
+    # f482... before: validation claims the default verifier had trained on)
+    assert verifier_artifact_dir(joint).name == "verifier-ee1be0e01f4534a3"
     before = load_config("configs/graph.yaml+configs/joint.yaml", ["train.contrast=0"])
-    assert verifier_artifact_dir(before).name == "verifier-f482df3bfd3dd676"
+    assert verifier_artifact_dir(before).name == "verifier-9d744ec254e60bbb"
     mp = load_config(
         "configs/graph.yaml+configs/joint.yaml",
         ["train.base_train={base_model: mpnet, learning_rate: 5.0e-5}"],
@@ -282,7 +284,7 @@ def test_base_train_sets_the_default_verifier_that_a_joint_verifier_continues_fr
     )
     assert base_verifier_config(joint).train == TrainConfig(seed=joint.train.seed)
     # another default verifier underneath: another joint verifier
-    assert verifier_artifact_dir(mp).name != "verifier-c79692405ad0c51c"
+    assert verifier_artifact_dir(mp).name != "verifier-ee1be0e01f4534a3"
     # the mpnet joint configs continue from the very verifier that configs/mpnet.yaml trains
     shipped = load_config("configs/graph.yaml+configs/joint-mpnet.yaml")
     assert verifier_artifact_dir(base_verifier_config(shipped)) == verifier_artifact_dir(

@@ -163,3 +163,24 @@ def test_a_damaged_trained_verifier_is_refused_with_a_retrain_hint(tmp_path: Pat
         f"{weights}: cached artifact does not match its checksum from the build (damaged); "
         f"retrain it with `garag train-verifier --force` or delete {out_dir}"
     )
+
+
+def test_a_verifier_that_continues_from_the_default_one_keeps_its_split() -> None:
+    """The joint recipe (train.base_model: garag, max_claims 3,000) on the embedded train pairs: it
+    validates on claims the default verifier did not train on, and trains on ones it did."""
+    from garag.config import load_config
+    from training.verifier import split_train_claims
+    from verifier.trained import base_verifier_config
+
+    joint = load_config("configs/baseline.yaml+configs/joint.yaml")
+    base_train, base_val, _ = split_train_claims(base_verifier_config(joint))
+    train, val, _ = split_train_claims(joint)
+    assert (len(base_train), len(base_val)) == (7965, 887)
+    assert (len(train), len(val)) == (2700, 300)
+    assert {c.id for c in val} <= {c.id for c in base_val}
+    assert {c.id for c in train} <= {c.id for c in base_train}
+    # the same draw every time (the verifier folder is named from the config, not from the claims)
+    assert split_train_claims(joint) == (train, val, 0)
+    # without max_claims, the default verifier's split itself
+    whole = load_config("configs/baseline.yaml+configs/joint.yaml", ["train.max_claims=0"])
+    assert split_train_claims(whole)[:2] == (base_train, base_val)
