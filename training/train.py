@@ -24,6 +24,7 @@ import json
 import logging
 import math
 import os
+import random
 import shutil
 import tempfile
 import time
@@ -104,6 +105,29 @@ def _adamw(torch: Any, groups: list[dict], lr: float) -> Any:
         return torch.optim.AdamW(groups, lr=lr)
 
 
+POOL_BATCHES = 50  # train.batching: by_length sorts this many batches' examples at a time
+
+
+def group_by_length(
+    order: Sequence[int], lengths: Sequence[int], batch_size: int, rng: random.Random
+) -> list[int]:
+    """``order`` regrouped into batches of examples of similar length, so that less of each batch
+    is padding: pools of :data:`POOL_BATCHES` batches in ``order``'s (shuffled) sequence, each pool
+    sorted by ``lengths`` and cut into batches, the full batches then shuffled.  A short batch (the
+    examples do not fill the last) stays last, so batch ``b`` is still
+    ``order[b * batch_size : (b + 1) * batch_size]`` and an epoch has as many steps as before.
+    """
+    pool = POOL_BATCHES * batch_size
+    batches: list[list[int]] = []
+    for start in range(0, len(order), pool):
+        chunk = sorted(order[start : start + pool], key=lambda i: lengths[i])
+        batches += [chunk[j : j + batch_size] for j in range(0, len(chunk), batch_size)]
+    short = [b for b in batches if len(b) < batch_size]
+    full = [b for b in batches if len(b) == batch_size]
+    rng.shuffle(full)
+    return [i for b in full + short for i in b]
+
+
 class _Trainer:
     """State of one training session (the shell around the loop)."""
 
@@ -128,6 +152,7 @@ class _Trainer:
         self.out_dir = out_dir
         self.progress = progress
         self.soft_targets = soft_targets
+        self._lengths: list[int] | None = None
         self.settings = run_settings(config, base_model, overrides, train, val, _digest_or_none(soft_targets))
         self.device = "cuda" if torch.cuda.is_available() else "cpu"
         self.tokenizer = AutoTokenizer.from_pretrained(base_model)
@@ -224,9 +249,23 @@ class _Trainer:
         )
 
     def epoch_order(self, epoch: int) -> list[int]:
-        """The shuffled example order of an epoch (a function of seed and epoch only, so resumable)."""
-        gen = self.torch.Generator().manual_seed(self.config.seed * 1_000_003 + epoch)
-        return self.torch.randperm(len(self.train), generator=gen).tolist()
+        """The shuffled example order of an epoch (a function of seed and epoch only, so resumable);
+        with ``train.batching: by_length``, regrouped by :func:`group_by_length`."""
+        seed = self.config.seed * 1_000_003 + epoch
+        gen = self.torch.Generator().manual_seed(seed)
+        order = self.torch.randperm(len(self.train), generator=gen).tolist()
+        if self.config.batching == "by_length":
+            order = group_by_length(order, self.lengths(), self.config.batch_size, random.Random(seed))
+        return order
+
+    def lengths(self) -> list[int]:
+        """Each training example's tokens as encoded (at most ``max_length``), counted once."""
+        if self._lengths is None:
+            premises = [build_premise(ex.evidence) for ex in self.train]
+            claims = [ex.claim for ex in self.train]
+            ids = self.tokenizer(premises, claims, truncation=True, max_length=self.config.max_length)
+            self._lengths = [len(x) for x in ids["input_ids"]]
+        return self._lengths
 
     # -- validation ----------------------------------------------------------------------------
 

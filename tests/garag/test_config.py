@@ -215,8 +215,10 @@ def test_keys_added_later_leave_old_hashes_alone() -> None:
     assert run_hash(load_config("configs/baseline.yaml", ["dense.pq_m=32"])) != now
     # how BM25 is built (in shards or at once) is never part of a hash: the index is the same
     assert run_hash(load_config("configs/baseline.yaml", ["bm25.shard_docs=5"])) == now
-    for added in ("train.compositional=1", "train.contrast=0.5"):
+    for added in ("train.compositional=1", "train.contrast=0.5", "train.batching=by_length"):
         assert verifier_artifact_dir(load_config(None, [added])).name != "verifier-b0424bf1807375cf"
+    shuffled = load_config(None, ["train.batching=shuffled"])
+    assert verifier_artifact_dir(shuffled).name == "verifier-b0424bf1807375cf"
     # a per-sentence recipe's contrast claims are twins only since 1a02f2a (compositions before):
     # its folder was renamed (verifier-69eaaee47df2d97d before), so a verifier trained on the old
     # claims is not reused
