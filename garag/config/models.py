@@ -207,8 +207,8 @@ class TrainConfig(Section):
         distill_temperature: the softmax temperature at which student and teacher are compared.
         precision: "float32" (the default) or "bfloat16": the forward pass under bfloat16
             autocast (the weights, their gradients and the optimizer stay float32; validation runs
-            at float32).  About 1.5x faster steps for MiniLM-L6 on this CPU, which has AMX; another
-            recipe, so another verifier folder.  The base verifier a joint recipe continues from
+            at float32).  About 1.5x faster steps for MiniLM-L6 on a CPU with AMX; another recipe,
+            so another verifier folder.  The base verifier a joint recipe continues from
             (``base_model: garag``) keeps float32 unless ``base_train`` sets ``precision`` too.
         batching: "shuffled" (the default: each step a random batch) or "by_length": each epoch's
             shuffled examples are taken in pools of 50 batches, each pool sorted by token length and
