@@ -287,13 +287,16 @@ def test_training_killed_twice_resumes_to_the_uninterrupted_model(
         torch.testing.assert_close(ours[name], theirs[name], atol=1e-5, rtol=0)
 
 
+def _train_toy(tiny_base: Path, out_dir: Path, toy_data, toy_config, **changes: object) -> TrainResult:  # noqa: ANN001
+    """The toy task trained with ``changes`` to the toy config."""
+    train, val = toy_data
+    return train_verifier(train, val, toy_config(**changes), str(tiny_base), out_dir, progress=False)
+
+
 def test_bfloat16_training_learns_the_toy_task_and_saves_float32(
     tiny_base: Path, tmp_path: Path, toy_data, toy_config, trained: tuple[TrainResult, Path]
 ) -> None:
-    train, val = toy_data
-    result = train_verifier(
-        train, val, toy_config(precision="bfloat16"), str(tiny_base), tmp_path, progress=False
-    )
+    result = _train_toy(tiny_base, tmp_path, toy_data, toy_config, precision="bfloat16")
     assert result.steps == 32 and result.best_val["accuracy"] == 1.0
     half, full = _weights(result.model_dir), _weights(trained[0].model_dir)
     assert {t.dtype for t in half.values() if t.is_floating_point()} == {torch.float32}
@@ -362,10 +365,7 @@ def test_length_batches_of_fever_train_pairs_carry_little_padding() -> None:
 def test_training_in_length_batches_learns_the_toy_task(
     tiny_base: Path, tmp_path: Path, toy_data, toy_config, trained: tuple[TrainResult, Path]
 ) -> None:
-    train, val = toy_data
-    result = train_verifier(
-        train, val, toy_config(batching="by_length"), str(tiny_base), tmp_path, progress=False
-    )
+    result = _train_toy(tiny_base, tmp_path, toy_data, toy_config, batching="by_length")
     # the toy's NOT ENOUGH INFO sentences are shorter than the others, so its length batches hold
     # nearly one kind each: it learns a little less well than from shuffled batches (12 of 12)
     assert result.steps == 32 and result.best_val["accuracy"] >= 11 / 12
