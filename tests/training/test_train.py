@@ -304,6 +304,12 @@ def test_bfloat16_training_learns_the_toy_task_and_saves_float32(
     assert any(not torch.equal(half[k], full[k]) for k in full)
 
 
+def _padded_tokens(order: list[int], lengths: list[int], size: int) -> int:
+    """Tokens the batches of ``order`` hold, each padded to its longest example."""
+    batches = (order[j : j + size] for j in range(0, len(order), size))
+    return sum(len(b) * max(lengths[i] for i in b) for b in batches)
+
+
 def test_group_by_length_keeps_every_example_and_pools_similar_lengths() -> None:
     import random
 
@@ -324,12 +330,8 @@ def test_group_by_length_keeps_every_example_and_pools_similar_lengths() -> None
     assert batches[-1] == sorted(last_pool, key=lengths.__getitem__)[-3:]
     pools = [set(order[k : k + POOL_BATCHES * size]) for k in range(0, n, POOL_BATCHES * size)]
     assert all(any(set(b) <= p for p in pools) for b in batches)
-
     # within a batch the lengths are close: the padding is far below random batches'
-    def padded(o: list[int]) -> int:
-        return sum(len(b) * max(lengths[i] for i in b) for b in (o[j : j + size] for j in range(0, n, size)))
-
-    assert padded(grouped) < 0.8 * padded(order)
+    assert _padded_tokens(grouped, lengths, size) < 0.8 * _padded_tokens(order, lengths, size)
 
 
 def test_length_batches_of_fever_train_pairs_carry_little_padding() -> None:
@@ -353,12 +355,8 @@ def test_length_batches_of_fever_train_pairs_carry_little_padding() -> None:
     ids = tokenizer([p for p, _ in pairs], [c for _, c in pairs], truncation=True, max_length=96)["input_ids"]
     lengths = [len(x) for x in ids]
     order = random.Random(13).sample(range(len(lengths)), len(lengths))
-
-    def padding(o: list[int]) -> float:
-        batches = [o[j : j + 32] for j in range(0, len(o), 32)]
-        return sum(len(b) * max(lengths[i] for i in b) for b in batches) / sum(lengths)
-
-    shuffled, grouped = padding(order), padding(group_by_length(order, lengths, 32, random.Random(13)))
+    grouped_order = group_by_length(order, lengths, 32, random.Random(13))
+    shuffled, grouped = (_padded_tokens(o, lengths, 32) / sum(lengths) for o in (order, grouped_order))
     assert shuffled > 1.5 and grouped < 1.05, (shuffled, grouped)
 
 
