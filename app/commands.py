@@ -273,7 +273,8 @@ def cmd_compare(args: argparse.Namespace, config: Config) -> int:
         sample=args.sample,
         seed=args.seed,
         run_id=args.run_id,
-        results_dir=config.paths.results_dir,
+        # None: the first compared config's paths.results_dir (with --set applied), not the default's
+        results_dir=None,
         overrides=config_overrides(args) if args.part else args.overrides,
         progress=not args.no_progress,
         batch_size=args.batch_size,
