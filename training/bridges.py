@@ -51,7 +51,7 @@ from garag.store import SentenceStore
 from garag.text import detokenize, normalize_title, page_to_title, title_to_page
 from garag.types import Evidence, Label, SentenceId
 from training.compositional import Part, compose_label, join_claims
-from training.contrast_names import name_pool, substitute_entity
+from training.contrast_names import Substitution, name_pool, substitute_entity
 from training.data import fetch_evidence
 
 MIN_WORDS = 6
@@ -309,8 +309,8 @@ def corpus_bridges(
             if changed is None:
                 counts["skipped_entity_no_name"] += 1
             else:
-                changed_text, changed_parts, detail = changed
-                decoy = _decoy_page(index, detail) if rng.random() < decoy_share else None
+                changed_text, changed_parts, edit = changed
+                decoy = _decoy_page(index, edit.name) if rng.random() < decoy_share else None
                 extra = [s.id for s in store.page(decoy)][:1] if decoy else []
                 out.append(
                     _made(
@@ -325,7 +325,7 @@ def corpus_bridges(
                         "bridge_entity",
                         i,
                         changed_parts,
-                        detail + (" (page read)" if extra else ""),
+                        edit.detail + (" (page read)" if extra else ""),
                     )
                 )
         # one corpus part's page left out of the reading
@@ -362,10 +362,10 @@ def _substituted(
     pool: Mapping[tuple[str, bool], Sequence[str]],
     rng: random.Random,
     model: str,
-) -> tuple[str, tuple[str, ...], str] | None:
+) -> tuple[str, tuple[str, ...], Substitution] | None:
     """The chain's text with a name substituted in a corpus part (a fluent chain, given as
     :func:`fluent_chain` made it: its last part, whose clause names no further page), its parts and
-    the edit; None where no name can be substituted."""
+    the substitution; None where no name can be substituted."""
     options = [len(leads) - 1] if fluent else rng.sample(range(len(leads)), len(leads))
     for j in options:
         made = substitute_entity(leads[j], [part_texts[j + 1]], [page_to_title(pages[j])], pool, rng)
@@ -374,17 +374,16 @@ def _substituted(
         changed = list(part_texts)
         changed[j + 1] = made[0]
         if not fluent:
-            return join_claims(changed), tuple(changed), made[1]
+            return join_claims(changed), tuple(changed), made
         again = fluent_chain(claim, [*leads[:-1], *parse_claims([made[0]], model)], pages, index)
         if again is not None and again[1] == fluent[1] and again[0] != fluent[0]:
-            return again[0], tuple(changed), made[1]
+            return again[0], tuple(changed), made
     return None
 
 
-def _decoy_page(index: TitleIndex, detail: str) -> str | None:
-    """The page of the substituted name (``detail`` is ``"old -> new (TYPE)"``), if the corpus has one."""
-    new = detail.split(" -> ", 1)[1].rsplit(" (", 1)[0]
-    return index.by_title.get(normalize_title(title_to_page(new)))
+def _decoy_page(index: TitleIndex, name: str) -> str | None:
+    """The page of the substituted name, if the corpus has one."""
+    return index.by_title.get(normalize_title(title_to_page(name)))
 
 
 def _made(

@@ -10,6 +10,7 @@ import random
 import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from typing import NamedTuple
 
 from garag.claim_parse import Ent, ParsedClaim, clean_name, pieces, put, render, squash
 
@@ -134,13 +135,21 @@ def name_pool(parsed: Sequence[ParsedClaim], min_count: int = 2) -> dict[tuple[s
     return pool
 
 
+class Substitution(NamedTuple):
+    """A claim with one name substituted: its text, the edit (``"old -> new (TYPE)"``) and the new name."""
+
+    text: str
+    detail: str
+    name: str
+
+
 def substitute_entity(
     p: ParsedClaim,
     evidence: Sequence[str],
     topics: Sequence[str],
     pool: Mapping[tuple[str, bool], Sequence[str]],
     rng: random.Random,
-) -> tuple[str, str] | None:
+) -> Substitution | None:
     """Replace one name outside the subject that the evidence states by another of its spaCy type."""
     seen = squash(" ".join(evidence))
     topic_keys = {squash(t) for t in topics}
@@ -178,4 +187,4 @@ def substitute_entity(
     if art >= 0 and p.toks[art].lower in ("a", "an"):
         word = "an" if new[:1].lower() in "aeiou" else "a"
         edit[art] = (word.capitalize() if p.toks[art].text[0].isupper() else word, p.toks[art].ws)
-    return render(edit), f"{ent.text} -> {new} ({ent.label})"
+    return Substitution(render(edit), f"{ent.text} -> {new} ({ent.label})", new)
