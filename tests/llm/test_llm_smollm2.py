@@ -40,7 +40,9 @@ EVIDENCE = [
 
 
 def _config(**kw) -> LLMConfig:
-    base = dict(model="smollm2-135m", n_ctx=2048, max_tokens=64, timeout_s=60, retries=0, concurrency=2)
+    # 300 s: a 64-token reply takes ~2 s alone, but once took over 60 s on 2 cores shared with a
+    # training run; the timeout tests set their own (0.001 s)
+    base = dict(model="smollm2-135m", n_ctx=2048, max_tokens=64, timeout_s=300, retries=0, concurrency=2)
     return LLMConfig(**{**base, **kw})
 
 
