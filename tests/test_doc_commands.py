@@ -48,12 +48,17 @@ def markdown_commands(name: str, text: str) -> Iterator[tuple[str, str]]:
         yield name, " ".join(m.group(1).split())
 
 
+def _make_dry_run(*targets: str) -> str:
+    """What ``make -n -B`` would run for ``targets`` (nothing runs)."""
+    return subprocess.run(
+        ["make", "-n", "-B", "-C", str(ROOT), *targets], capture_output=True, text=True, check=True
+    ).stdout
+
+
 def makefile_commands() -> Iterator[tuple[str, str]]:
     """The ``garag`` commands of every phony target, as ``make -n`` expands them (nothing runs)."""
     targets = re.search(r"^\.PHONY:(.*)$", (ROOT / "Makefile").read_text(), flags=re.M).group(1).split()
-    out = subprocess.run(
-        ["make", "-n", "-B", "-C", str(ROOT), *targets], capture_output=True, text=True, check=True
-    ).stdout
+    out = _make_dry_run(*targets)
     for line in out.replace("\\\n", " ").splitlines():
         if "/garag " in line:
             yield "Makefile", "garag " + line.split("/garag ", 1)[1]
@@ -176,12 +181,6 @@ def test_the_checks_catch_a_removed_key_an_unknown_option_and_a_missing_config(s
         loose_set_problems("`--set 'retrieval.retrievers=[bm25,graal]' --set fusion.weights.graal=3`") == []
     )
     assert loose_set_problems("`--set a.b=c`, `--set NAME:key=value`") == []
-
-
-def _make_dry_run(target: str) -> str:
-    return subprocess.run(
-        ["make", "-n", "-B", "-C", str(ROOT), target], capture_output=True, text=True, check=True
-    ).stdout
 
 
 def test_make_run_sets_up_without_the_llama_cpp_build_that_make_test_needs() -> None:

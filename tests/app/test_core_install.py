@@ -29,6 +29,11 @@ def _name(requirement: str) -> str:
     return re.split(r"[\s\[<>=!~;(]", requirement, maxsplit=1)[0].lower().replace("_", "-")
 
 
+def _for_an_extra(requirement: str) -> bool:
+    """Whether a requirement applies only with an extra (``...; extra == "llm"``)."""
+    return "extra ==" in requirement.partition(";")[2]
+
+
 def _needed(name: str, seen: set[str]) -> set[str]:
     """``name`` and every distribution it requires, extras' requirements left out."""
     if name in seen:
@@ -39,7 +44,7 @@ def _needed(name: str, seen: set[str]) -> set[str]:
     except metadata.PackageNotFoundError:
         return seen
     for req in requires:
-        if "extra ==" not in req.split(";", 1)[-1] or ";" not in req:
+        if not _for_an_extra(req):
             _needed(_name(req), seen)
     return seen
 
@@ -49,9 +54,9 @@ def extras_only_modules() -> set[str]:
     core = _needed("garag", set())
     extra = set()
     for req in metadata.requires("garag") or []:
-        if ";" in req and "extra ==" in req.split(";", 1)[1]:
+        if _for_an_extra(req):
             extra |= _needed(_name(req), set())
-    only = {d for d in extra - core}
+    only = extra - core
     modules = set()
     for module, dists in metadata.packages_distributions().items():
         names = {d.lower().replace("_", "-") for d in dists}
