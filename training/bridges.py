@@ -372,10 +372,10 @@ def _substituted(
         if made is None:
             continue
         changed = list(part_texts)
-        changed[j + 1] = made[0]
+        changed[j + 1] = made.text
         if not fluent:
             return join_claims(changed), tuple(changed), made
-        again = fluent_chain(claim, [*leads[:-1], *parse_claims([made[0]], model)], pages, index)
+        again = fluent_chain(claim, [*leads[:-1], *parse_claims([made.text], model)], pages, index)
         if again is not None and again[1] == fluent[1] and again[0] != fluent[0]:
             return again[0], tuple(changed), made
     return None
