@@ -189,6 +189,7 @@ def test_artifact_settings_keep_their_plain_values() -> None:
             "weight_decay": 0.01, "warmup_ratio": 0.1, "batch_size": 32, "max_length": 96,
             "val_fraction": 0.1, "patience": 4, "eval_every": 200, "nei_per_claim": 1.0,
             "hard_negative_share": 0.7, "distractors": 0, "nei_sentences": 1, "max_claims": 0, "seed": 13,
+            "batching": "by_length",  # the default since length batches were adopted; "shuffled" drops out
         },
         sort_keys=True,
     )  # fmt: skip
@@ -209,27 +210,31 @@ def test_keys_added_later_leave_old_hashes_alone() -> None:
     assert run_hash(load_config("configs/baseline.yaml", ["verifier.decision=verifier"])) != now
     # a key at its default value is left out: the default config hashes as if it did not exist
     assert run_hash(load_config("configs/baseline.yaml", ["verifier.decision=auto"])) == now
-    assert verifier_artifact_dir(load_config()).name == "verifier-b0424bf1807375cf"
+    # length batches became the default recipe: the default verifier is the one trained with them
+    # before, under the same name; the shuffled one keeps its name as well
+    assert verifier_artifact_dir(load_config()).name == "verifier-7a66e6fb8a9de835"
     # set away from its default, a new key counts
     assert run_hash(load_config("configs/baseline.yaml", ["data.part=tune"])) != now
     assert run_hash(load_config("configs/baseline.yaml", ["dense.pq_m=32"])) != now
     # how BM25 is built (in shards or at once) is never part of a hash: the index is the same
     assert run_hash(load_config("configs/baseline.yaml", ["bm25.shard_docs=5"])) == now
-    for added in ("train.compositional=1", "train.contrast=0.5", "train.batching=by_length"):
-        assert verifier_artifact_dir(load_config(None, [added])).name != "verifier-b0424bf1807375cf"
+    for added in ("train.compositional=1", "train.contrast=0.5", "train.batching=shuffled"):
+        assert verifier_artifact_dir(load_config(None, [added])).name != "verifier-7a66e6fb8a9de835"
+    by_length = load_config(None, ["train.batching=by_length"])
+    assert verifier_artifact_dir(by_length).name == "verifier-7a66e6fb8a9de835"
     shuffled = load_config(None, ["train.batching=shuffled"])
     assert verifier_artifact_dir(shuffled).name == "verifier-b0424bf1807375cf"
     # a per-sentence recipe's contrast claims are twins only since 1a02f2a (compositions before):
     # its folder was renamed (verifier-69eaaee47df2d97d before), so a verifier trained on the old
     # claims is not reused
-    twins = load_config(None, ["train.contrast=0.5", "train.epochs=2"])
+    twins = load_config(None, ["train.contrast=0.5", "train.epochs=2", "train.batching=shuffled"])
     assert verifier_artifact_dir(twins).name == "verifier-478b9a6379a9c6c1"
     # how a run searches its own dense index changes its runs, never the verifier (whose training
     # corpus is searched with TRAIN_SEARCH): ivf_nprobe's default moved from 32 to 64 without
     # renaming the verifier folder
     probes = load_config("configs/baseline.yaml", ["dense.ivf_nprobe=8"])
     assert run_hash(probes) != now
-    assert verifier_artifact_dir(probes).name == "verifier-b0424bf1807375cf"
+    assert verifier_artifact_dir(probes).name == "verifier-7a66e6fb8a9de835"
     assert fever_train_config(probes).dense.ivf_nprobe == 32 and probes.dense.ivf_nprobe == 8
 
 
@@ -265,7 +270,8 @@ def test_base_train_sets_the_default_verifier_that_a_joint_verifier_continues_fr
     from verifier.trained import base_verifier_config, verifier_artifact_dir
 
     joint = load_config("configs/graph.yaml+configs/joint.yaml")
-    assert joint.train.base_train == {}
+    # judged with shuffled batches from the default verifier trained with them: joint.yaml keeps both
+    assert joint.train.base_train == {"batching": "shuffled"} and joint.train.batching == "shuffled"
     # left at its default it is not hashed: the joint verifier keeps its name (ee1b...: with the
     # contrast claims joint.yaml trains on since issue 52; 9d74...: the recipe before them).  Both
     # were renamed when their claims came to be drawn from the default verifier's split (c796... and
@@ -284,7 +290,12 @@ def test_base_train_sets_the_default_verifier_that_a_joint_verifier_continues_fr
         mp.train.corpus,
         mp.train.seed,
     )
-    assert base_verifier_config(joint).train == TrainConfig(seed=joint.train.seed)
+    assert base_verifier_config(joint).train == TrainConfig(seed=joint.train.seed, batching="shuffled")
+    assert verifier_artifact_dir(base_verifier_config(joint)).name == "verifier-b0424bf1807375cf"
+    # base_train hashes as the verifier it makes: {} now means length batches, another joint verifier
+    following = load_config("configs/graph.yaml+configs/joint.yaml", ["train.base_train={}"])
+    assert verifier_artifact_dir(base_verifier_config(following)).name == "verifier-7a66e6fb8a9de835"
+    assert verifier_artifact_dir(following).name != "verifier-ee1be0e01f4534a3"
     # another default verifier underneath: another joint verifier
     assert verifier_artifact_dir(mp).name != "verifier-ee1be0e01f4534a3"
     # the mpnet joint configs continue from the very verifier that configs/mpnet.yaml trains
@@ -310,9 +321,9 @@ def test_base_train_sets_the_default_verifier_that_a_joint_verifier_continues_fr
     # equal settings, however written, name the same verifier (checked values, defaults left out)
     same = load_config(
         "configs/graph.yaml+configs/joint-mpnet.yaml",
-        ["train.base_train={base_model: mpnet, learning_rate: 5e-5, epochs: 3}"],
+        ["train.base_train={base_model: mpnet, learning_rate: 5e-5, epochs: 3, batching: shuffled}"],
     )
-    assert same.train.base_train == {"base_model": "mpnet", "learning_rate": 5e-5}
+    assert same.train.base_train == {"base_model": "mpnet", "learning_rate": 5e-5, "batching": "shuffled"}
     assert verifier_artifact_dir(same) == verifier_artifact_dir(shipped)
 
 
@@ -323,7 +334,10 @@ def test_mix_settings_name_a_second_verifier_and_leave_old_hashes_alone() -> Non
     plain = load_config("configs/baseline.yaml")
     mixed = load_config(
         "configs/baseline.yaml",
-        ["verifier.mix_weight=0.5", "verifier.mix_train={base_model: mpnet, learning_rate: 5.0e-5}"],
+        [
+            "verifier.mix_weight=0.5",
+            "verifier.mix_train={base_model: mpnet, learning_rate: 5.0e-5, batching: shuffled}",
+        ],
     )
     # off by default and then not hashed: saved runs and trained verifiers keep their names
     assert "mix_weight" not in plain.verifier.hash_dump()
