@@ -98,8 +98,8 @@ run-llm: setup-qwen
 	@echo "report: results/fever-llm-n$(LLM_SAMPLE)/report.md"
 
 # Multi-hop verification (docs/methods.md): the joint-evidence verifier (trained once on
-# top of the default one, about 1h17m on 2 cores), baseline-joint vs graph-joint on HoVer's report part, and
-# the joint verifier with HoVer's gold evidence.  Not part of `make run`, which stays within 90 minutes.
+# top of the default one it was judged with, in shuffled batches, about 1h17m on 2 cores), baseline-joint vs
+# graph-joint on HoVer's report part, and the joint verifier with HoVer's gold evidence.  Not part of `make run`.
 # graph-joint also reads the claim as a reasoning program (rule: spaCy clauses -> Verify steps, each
 # retrieved on its own; union: the steps gather evidence, the claim is verified once with all of it).
 GRAPH_JOINT_PROGRAMS = reasoning.programs=rule reasoning.combine=union
@@ -137,7 +137,7 @@ run-judge: setup-qwen
 # all-mpnet-base-v2 under the verifiers (docs/training.md): the FEVER and HoVer report parts with the
 # mpnet.yaml, mix.yaml and joint-mpnet.yaml overlays.  A GPU trains both verifiers in about 2 minutes (an H200); 2 CPU cores need about
 # 13 hours for them, and the verifier reads ~9x slower than with MiniLM.  The mix systems also read
-# garag's default MiniLM verifier (the one `make run` trains, about 50 minutes on 2 cores).  Every label
+# garag's default MiniLM verifier (the one `make run` trains, about 34 minutes on 2 cores with AMX).  Every label
 # comes from each verifier's decision model (no 2-way threshold).  graph-mix has its own mpnet share, 0.3
 # (baseline-mix: 0.5), and graph-joint-mpnet reads the claim as graph-joint does (its reasoning programs).
 setup-mpnet: setup
