@@ -187,9 +187,9 @@ def _toy_config(**changes: object) -> TrainConfig:
     NOT ENOUGH INFO sentences are shorter than the others, so length batches (the default) would
     hold nearly one label each (test_train.py trains the toy in them on purpose)."""
     settings: dict = dict(
-        epochs=8, batch_size=8, learning_rate=1e-3, warmup_ratio=0.0, max_length=48, eval_every=16
+        epochs=8, batch_size=8, learning_rate=1e-3, warmup_ratio=0.0, max_length=48, eval_every=16, patience=0
     )
-    settings.update(patience=0, batching="shuffled")
+    settings["batching"] = "shuffled"
     settings.update(changes)
     return TrainConfig(**settings)
 
