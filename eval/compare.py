@@ -49,6 +49,7 @@ from garag.jsonl import ResumableJsonl
 from garag.runs import check_identity, output_dir, run_lock, set_aside
 from garag.types import Claim, Evidence
 from pipeline.retrieval import corpus_fingerprint
+from verifier.pair_memory import PairMemories
 
 logger = logging.getLogger(__name__)
 
@@ -399,6 +400,7 @@ def compare(
             json.loads(env_path.read_text(encoding="utf-8")).get("models", {}) if env_path.is_file() else {}
         )
         pipelines = dict(pipelines or {})
+        memories = PairMemories()  # the systems answer each other's NLI pairs where they read alike
         for s in systems:
             pipe = pipelines.get(s.name)
             if (
@@ -411,6 +413,9 @@ def compare(
                 continue
             if pipe is None:  # given pipelines are built already
                 pipe = pipeline_factory(s.config, progress)
+                share = getattr(pipe, "share_pair_memories", None)
+                if callable(share):
+                    share(memories)
                 pipe.build()
             env["models"][s.name] = _model_hashes(pipe)
             _check_models(run_dir, s.name, before.get(s.name), env["models"][s.name], force_new)

@@ -28,6 +28,7 @@ from verifier.base import Verifier, read_evidence
 
 if TYPE_CHECKING:
     from garag.llm import LLMClient
+    from verifier.pair_memory import PairMemories
 
 logger = logging.getLogger(__name__)
 
@@ -99,10 +100,24 @@ class VerificationPipeline:
         self.answerer = None  # reasoning.answer_from: entity (pipeline.reasoning.EntityAnswerer), made on use
         self.decider = None  # the decision model (verifier.decision.Decider); None: the verifier's label
         self.llm_judge = None  # verifier.llm_judge where it applies (verifier.llm_judge.LLMJudge)
+        self.pair_memories: PairMemories | None = None  # None: the NLI verifiers' own (share_pair_memories)
 
     @property
     def dataset(self) -> Dataset:
         return self.retrieval.dataset
+
+    def share_pair_memories(self, memories: PairMemories) -> VerificationPipeline:
+        """Have this pipeline's NLI verifiers remember scored pairs in ``memories`` (before ``build()``):
+        pipelines given one pool, such as a comparison's systems, answer each other's pairs where
+        they read them with the same checkpoint (:mod:`verifier.pair_memory`).
+
+        Raises:
+            RuntimeError: the pipeline is built already.
+        """
+        if self.verifier is not None:
+            raise RuntimeError("share_pair_memories() must come before build()")
+        self.pair_memories = memories
+        return self
 
     @property
     def store(self) -> SentenceStore:
@@ -139,7 +154,12 @@ class VerificationPipeline:
         if stages_use_llm:  # the verifier and the judge make the client themselves where they need it
             self._llm()
         context = VerifierContext(
-            cfg, self.model_path, self.mix_model_path, llm_client=self._llm, two_way_data=two_way_data
+            cfg,
+            self.model_path,
+            self.mix_model_path,
+            llm_client=self._llm,
+            two_way_data=two_way_data,
+            pair_memories=self.pair_memories,
         )
         self.verifier = build_verifier(cfg.pipeline.verifier, context)
         self.decomposer = make_decomposer(cfg, self.llm_client)
@@ -173,7 +193,10 @@ class VerificationPipeline:
         model = decision_for(cfg.verifier.decision, self.model_path, cfg.verifier.top_k)
         if model is None:
             return None
-        nli = _find_nli(self.verifier, self.model_path) or NLIVerifier(cfg.verifier, self.model_path).load()
+        nli = (
+            _find_nli(self.verifier, self.model_path)
+            or NLIVerifier(cfg.verifier, self.model_path, self.pair_memories).load()
+        )
         features = DecisionFeatures(nli.score_sentences, cfg.decomposition.spacy_model, cfg.verifier.top_k)
         return Decider(model, features, self._subclaims())
 

@@ -61,6 +61,7 @@ from verifier.decision import (
 )
 from verifier.labels import LABEL_ORDER
 from verifier.nli import NLIVerifier
+from verifier.pair_memory import PairMemories
 
 logger = logging.getLogger(__name__)
 VERIFY_BATCH = 64
@@ -143,8 +144,10 @@ def fit_decision_model(
     retrieved: Sequence[Sequence],
     store,  # noqa: ANN001 - the training corpus's SentenceStore
     progress: bool = True,
+    memories: PairMemories | None = None,
 ) -> dict:
-    """Fit the decision model on the held-out train ``claims`` and store it beside the verifier.
+    """Fit the decision model on the held-out train ``claims`` and store it beside the verifier
+    (``memories``: the pool of NLI pairs scored already, :mod:`verifier.pair_memory`).
 
     Returns:
         The model's ``info``: instance counts, held-out accuracy, balanced accuracy and calibration
@@ -155,7 +158,7 @@ def fit_decision_model(
     instances, counts = decision_instances(claims, retrieved, store, top_k, config.train.seed)
     vcfg = copy.deepcopy(config.verifier)
     vcfg.precision = "float32"  # part of the trained artifact: never fitted at bf16
-    verifier = NLIVerifier(vcfg, str(model_dir)).load()
+    verifier = NLIVerifier(vcfg, str(model_dir), memories).load()
     texts = [t for t, _, _, _ in instances]
     evidence = [ev for _, ev, _, _ in instances]
     verdicts = verdicts_of(verifier, texts, evidence, progress)

@@ -57,6 +57,7 @@ from verifier.decision import DECISION_FILE, read_decision
 from verifier.inputs import build_premise
 from verifier.labels import LABEL_ORDER
 from verifier.nli import NLIVerifier
+from verifier.pair_memory import PairMemories
 from verifier.trained import (
     EMBEDDED_TEACHER,
     GARAG_BASE,
@@ -160,12 +161,13 @@ def ensure_verifier(config: Config, progress: bool = True, force: bool = False) 
         logger.info("training the verifier this config needs into %s (once; reused after)", out_dir)
         train_from_fever(config, out_dir, progress=progress)
     model_dir = checked_model_dir(config)
+    memories = PairMemories()  # the decision model reads again the pairs the aggregator was fitted on
     if needs_aggregator(config) and read_aggregator(model_dir) is None:
         # A verifier trained before the aggregator existed (or with an older one): fit it now, once.
-        fit_claim_aggregator(config, model_dir, progress)
+        fit_claim_aggregator(config, model_dir, progress, memories=memories)
     if needs_decision(config) and read_decision(model_dir) is None:
         # likewise for the decision model (verifier/decision.py)
-        fit_verifier_decision(config, model_dir, progress)
+        fit_verifier_decision(config, model_dir, progress, memories=memories)
     return str(model_dir)
 
 
@@ -307,14 +309,17 @@ def _digest(examples: Sequence[TrainExample]) -> str:
     return digest.hexdigest()
 
 
-def calibrate_trained(config: Config, model_dir: Path, val: Sequence[TrainExample]) -> dict:
+def calibrate_trained(
+    config: Config, model_dir: Path, val: Sequence[TrainExample], memories: PairMemories | None = None
+) -> dict:
     """The NEI calibration of a trained model (``verifier.calibration.calibrate_nei_bias``), scored
     with the config's verifier settings at NEI bias 0 and float32: the calibration is part of the
-    trained artifact, so ``verifier.precision`` never reaches it."""
+    trained artifact, so ``verifier.precision`` never reaches it.  ``memories``: the pool of scored
+    pairs to read and add to (:mod:`verifier.pair_memory`)."""
     vcfg = config.verifier.model_copy(
         update={"model": str(model_dir), "nei_bias": 0.0, "precision": "float32"}
     )
-    scorer = NLIVerifier(vcfg, str(model_dir)).load()
+    scorer = NLIVerifier(vcfg, str(model_dir), memories).load()
     return calibrate_nei_bias(model_dir, val, scorer.predict_pairs, vcfg.top_k)
 
 
@@ -331,11 +336,13 @@ def fit_claim_aggregator(
     model_dir: str | Path,
     progress: bool = True,
     reading: Reading | None = None,
+    memories: PairMemories | None = None,
 ) -> dict:
     """Fit a trained verifier's claim-level aggregator on its validation claims; store it beside the model.
 
     The validation claims are retrieved again (:func:`validation_reading`, or ``reading`` when
-    given) and each yields two instances (:func:`aggregator_instances`).
+    given) and each yields two instances (:func:`aggregator_instances`).  ``memories``: the pool of
+    scored pairs to read and add to (the decision model reads these pairs again).
 
     Returns:
         The aggregator's ``info``: instance counts, accuracies of the rule and of the
@@ -349,7 +356,7 @@ def fit_claim_aggregator(
     vcfg = copy.deepcopy(config.verifier)
     vcfg.mode, vcfg.aggregation, vcfg.nei_bias = "per_sentence", "rule", 0.0
     vcfg.precision = "float32"  # the aggregator is part of the trained artifact: never fitted at bf16
-    verifier = NLIVerifier(vcfg, str(model_dir)).load()
+    verifier = NLIVerifier(vcfg, str(model_dir), memories).load()
     probs = verifier.score_sentences([claim for claim, _, _ in instances], [ev for _, ev, _ in instances])
     features = np.array(
         [claim_features(claim, ev, p, top_k) for (claim, ev, _), p in zip(instances, probs, strict=True)]
@@ -382,12 +389,14 @@ def fit_verifier_decision(
     model_dir: str | Path,
     progress: bool = True,
     reading: Reading | None = None,
+    memories: PairMemories | None = None,
 ) -> dict:
     """Fit the decision model (:mod:`training.decision`) on the verifier's validation claims, read as
-    the pipeline reads claims (:func:`validation_reading`, or ``reading``); store it beside the model."""
+    the pipeline reads claims (:func:`validation_reading`, or ``reading``); store it beside the model.
+    ``memories``: the pool of scored pairs to read and add to."""
     pipe, val_c, retrieved = reading or validation_reading(config, progress)
     assert pipe.store is not None
-    return fit_decision_model(config, model_dir, val_c, retrieved, pipe.store, progress)
+    return fit_decision_model(config, model_dir, val_c, retrieved, pipe.store, progress, memories)
 
 
 def train_from_fever(config: Config, out_dir: Path, progress: bool = True) -> dict:
@@ -408,12 +417,15 @@ def train_from_fever(config: Config, out_dir: Path, progress: bool = True) -> di
     result = train_verifier(
         train_ex, val_ex, train_config, base, out_dir, progress=progress, soft_targets=targets
     )
-    calibration = calibrate_trained(config, result.model_dir, val_ex)
+    # the aggregator's pairs (each validation claim against its retrieved sentences) are read again
+    # by the decision model: one pool of scored pairs serves the three
+    memories = PairMemories()
+    calibration = calibrate_trained(config, result.model_dir, val_ex, memories)
     reading = validation_reading(config, progress)
-    aggregator = fit_claim_aggregator(config, result.model_dir, progress, reading)
+    aggregator = fit_claim_aggregator(config, result.model_dir, progress, reading, memories)
     decision = None
     if needs_decision(config):
-        decision = fit_verifier_decision(config, result.model_dir, progress, reading)
+        decision = fit_verifier_decision(config, result.model_dir, progress, reading, memories)
     meta = {
         "kind": "verifier",
         "base_model": config.train.base_model,

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import logging
 import time
-from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -33,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from garag.config import VerifierConfig
+from garag.lru import LRU
 from garag.types import Evidence, Label, Verdict, unique_evidence
 from verifier.aggregate import aggregate_sentence_probs
 from verifier.base import MAX_PREDICTED_EVIDENCE
@@ -41,6 +41,7 @@ from verifier.claim_aggregator import ClaimAggregator, aggregator_path, claim_fe
 from verifier.explain import explain_aggregate, explain_concat, explain_learned, explain_no_evidence
 from verifier.inputs import build_premise, encode_pairs, evidence_text
 from verifier.labels import LABEL_ORDER, resolve_label_map, to_label_probs
+from verifier.pair_memory import PairMemories, PairMemory, checkpoint_identity
 
 logger = logging.getLogger(__name__)
 
@@ -99,14 +100,20 @@ class NLIVerifier:
         model_path: hub id or local checkpoint directory.
         pairs_scored: (premise, claim) pairs sent through the model so far.
         pairs_remembered: pairs answered from the memory of recent pairs instead (the decision
-            model scores the claim against the sentences the verifier has just read).
+            model scores the claim against the sentences the verifier has just read; verifiers
+            given the same ``memories`` that read alike answer each other's pairs).
     """
 
     name = "nli"
-    MEMORY = 50_000  # recent (premise, claim) pairs kept with their probabilities
 
-    def __init__(self, config: VerifierConfig, model_path: str) -> None:
+    def __init__(self, config: VerifierConfig, model_path: str, memories: PairMemories | None = None) -> None:
         """Cheap: checks the arguments, loads nothing (see :meth:`load`).
+
+        Args:
+            config: the verifier settings.
+            model_path: hub id or local checkpoint directory.
+            memories: the pool whose memory of scored pairs this verifier uses (:mod:`verifier.pair_memory`);
+                None: a pool of its own.
 
         Raises:
             ValueError: an empty model path, or a local-looking path that does not exist.
@@ -120,7 +127,8 @@ class NLIVerifier:
         self.model_path = model_path
         self.pairs_scored = 0
         self.pairs_remembered = 0
-        self._memory: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
+        self._memories = memories if memories is not None else PairMemories()
+        self._memory: PairMemory = LRU(1)  # the reader's memory, taken from the pool by load()
         self._tokenizer: Any = None
         self._model: Any = None
         self._device = "cpu"
@@ -208,6 +216,7 @@ class NLIVerifier:
                 f"verifier.max_length: {self.config.max_length} tokens exceed the {positions} positions of "
                 f"{self.model_path}; set it to at most {positions}"
             )
+        self._memory = self._memories.for_reader(self.reader())
         logger.info(
             "NLI verifier %s loaded on %s (%s) in %.1fs (labels %s, NEI bias %.2f, %s)",
             self.model_path,
@@ -250,6 +259,23 @@ class NLIVerifier:
         if self._model is None:
             raise RuntimeError("NLIVerifier.load() must be called before use")
 
+    def reader(self) -> tuple:
+        """What a pair's probabilities depend on besides the pair (after :meth:`load`): the checkpoint's
+        files, the precision, the token limit, the device and the label order."""
+        self._require_loaded()
+        return (
+            checkpoint_identity(self.model_path),
+            self.config.precision,
+            self._max_length,
+            self._device,
+            tuple(sorted((i, lab.value) for i, lab in self._index_to_label.items())),
+        )
+
+    def forget_pairs(self) -> None:
+        """Forget the remembered pairs (of every verifier sharing this one's memory): a benchmark
+        times the model, not the memory."""
+        self._memory.clear()
+
     def predict_pairs(self, premises: Sequence[str], claims: Sequence[str]) -> np.ndarray:
         """Verdict probabilities for (premise, claim) pairs.
 
@@ -261,26 +287,33 @@ class NLIVerifier:
             ``(n, 3)`` float64 probabilities in ``LABEL_ORDER`` (SUPPORTS, NEI, REFUTES).
         """
         self._require_loaded()
-        import torch
-
         if len(premises) != len(claims):
             raise ValueError(f"{len(premises)} premises but {len(claims)} claims")
+        keys = list(zip(premises, claims, strict=True))
+        scored = 0
+
+        def score(todo: list[tuple[str, str]]) -> np.ndarray:
+            nonlocal scored
+            scored = len(todo)
+            return self._score_pairs([p for p, _ in todo], [c for _, c in todo])
+
+        rows = self._memory.values(keys, score)  # each distinct pair not remembered is scored once
+        self.pairs_scored += scored
+        self.pairs_remembered += len(keys) - scored
+        out = np.zeros((len(keys), len(LABEL_ORDER)), dtype=np.float64)
+        if rows:
+            out[:] = rows
+        return out
+
+    def _score_pairs(self, premises: list[str], claims: list[str]) -> np.ndarray:
+        """The model's probabilities in ``LABEL_ORDER``, the pairs sorted by length into batches."""
+        import torch
+
         out = np.zeros((len(premises), len(LABEL_ORDER)), dtype=np.float64)
-        todo = []
-        for i, key in enumerate(zip(premises, claims, strict=True)):
-            known = self._memory.get(key)
-            if known is None:
-                todo.append(i)
-            else:
-                out[i] = known
-        self.pairs_remembered += len(premises) - len(todo)
-        n = len(todo)
-        if n == 0:
-            return out
-        order = sorted(todo, key=lambda i: len(premises[i]) + len(claims[i]), reverse=True)
+        order = sorted(range(len(premises)), key=lambda i: len(premises[i]) + len(claims[i]), reverse=True)
         size = self.config.batch_size
         with torch.inference_mode():
-            for start in range(0, n, size):
+            for start in range(0, len(order), size):
                 idx = order[start : start + size]
                 enc = encode_pairs(
                     self._tokenizer, [premises[i] for i in idx], [claims[i] for i in idx], self._max_length
@@ -288,11 +321,6 @@ class NLIVerifier:
                 logits = self._model(**enc.to(self._device)).logits
                 probs = torch.softmax(logits.float(), dim=-1).cpu().numpy()
                 out[idx] = to_label_probs(probs, self._index_to_label)
-        for i in todo:
-            self._memory[(premises[i], claims[i])] = out[i].copy()
-        while len(self._memory) > self.MEMORY:
-            self._memory.popitem(last=False)
-        self.pairs_scored += n
         return out
 
     def score_sentences(

@@ -15,6 +15,7 @@ from verifier.base import Verifier
 
 if TYPE_CHECKING:
     from garag.llm import LLMClient
+    from verifier.pair_memory import PairMemories
 
 
 @dataclass(frozen=True)
@@ -28,6 +29,8 @@ class VerifierContext:
         llm_client: makes (once) and returns the pipeline's loaded LLM client, so that only a
             component that asks for it makes one.
         two_way_data: whether the dataset has 2-way labels (HoVer).
+        pair_memories: the pool of scored NLI pairs the NLI verifiers take their memory from
+            (:mod:`verifier.pair_memory`); None: each its own.
     """
 
     config: Config
@@ -35,6 +38,7 @@ class VerifierContext:
     mix_model_path: str
     llm_client: Callable[[], LLMClient]
     two_way_data: bool
+    pair_memories: PairMemories | None = None
 
 
 VerifierFactory = Callable[[VerifierContext], Verifier]
@@ -46,14 +50,14 @@ def _nli(ctx: VerifierContext) -> Verifier:
     from verifier.nli import NLIVerifier
 
     cfg = ctx.config
-    nli = NLIVerifier(cfg.verifier, ctx.model_path)
+    nli = NLIVerifier(cfg.verifier, ctx.model_path, ctx.pair_memories)
     if cfg.verifier.mix_weight <= 0:
         return nli
     from verifier.mixed import MixedVerifier
     from verifier.trained import mix_verifier_config
 
     # both loaded first: the mix refuses a verifier whose loaded aggregation gives no probabilities
-    second = NLIVerifier(mix_verifier_config(cfg).verifier, ctx.mix_model_path)
+    second = NLIVerifier(mix_verifier_config(cfg).verifier, ctx.mix_model_path, ctx.pair_memories)
     return MixedVerifier(nli.load(), second.load(), cfg.verifier.mix_weight)
 
 

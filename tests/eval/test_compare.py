@@ -356,3 +356,28 @@ def test_a_mixed_run_records_its_second_verifier(tmp_path) -> None:
     (second / "model.safetensors").write_text("retrained", encoding="utf-8")
     again = _model_hashes(SimpleNamespace(model_path=str(first), mix_model_path=str(second), retrieval=None))
     assert again["mix_verifier_files"] != mixed["mix_verifier_files"]  # a resume can see the change
+
+
+def test_the_systems_of_a_comparison_answer_each_others_pairs_and_predict_the_same(setup):
+    """Built by compare itself, the two systems share one memory of scored NLI pairs: the second
+    answers the claims' sentences the first read from it, and predicts what it predicts alone."""
+    configs, _, _, outcome, results_dir = setup
+    made: list[VerificationPipeline] = []
+
+    def factory(config, progress):  # noqa: ANN001, ANN202 - compare's pipeline factory, recording
+        made.append(default_pipeline(config, progress))
+        return made[-1]
+
+    shared = compare(
+        configs, run_id="shared-pairs", results_dir=results_dir, progress=False, batch_size=4,
+        pipeline_factory=factory, faithfulness=False, n_resamples=500,
+    )  # fmt: skip
+    baseline, hybrid = (p.verifier for p in made)
+    assert baseline._memory is hybrid._memory
+    assert baseline.pairs_remembered == 0 < hybrid.pairs_remembered
+    for name in ("baseline", "hybrid"):
+        alone = _records(outcome.run_dir / "predictions" / f"{name}.jsonl")
+        together = _records(shared.run_dir / "predictions" / f"{name}.jsonl")
+        assert [r["predicted_label"] for r in together] == [r["predicted_label"] for r in alone]
+        for a, b in zip(alone, together, strict=True):
+            assert b["scores"] == pytest.approx(a["scores"], abs=2e-4)  # rounded to 4 places
