@@ -473,7 +473,7 @@ class CorpusManager:
         built: dict[str, VerificationPipeline] = {}
         for i, name in enumerate(names):
             progress_callback(f"building the indexes of {name} ({i + 1} of {len(names)})", i / len(names))
-            built[name] = self.service.factory(with_edits(self.originals[name], add, remove)).build()
+            built[name] = self.service.build_pipeline(with_edits(self.originals[name], add, remove))
         out = {}
         for name, pipe in built.items():
             pages, sentences = self.counts(pipe)

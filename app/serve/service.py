@@ -28,6 +28,7 @@ from garag.text import detokenize
 from garag.types import Claim, SentenceId
 from pipeline.graph_reasoning import fact_graph_view
 from pipeline.verification import ClaimResult, VerificationPipeline
+from verifier.pair_memory import PairMemories
 
 from .batcher import MicroBatcher
 from .corpus import CorpusManager, index_version_of
@@ -140,6 +141,9 @@ class Service:
         self.settings = settings
         self.served = {n: Served(n, src, cfg) for n, (src, cfg) in configs.items()}
         self.factory = factory or (lambda cfg: VerificationPipeline(cfg, progress=False))
+        # the configs verify the same claims against many of the same sentences: one memory of the
+        # NLI pairs scored serves them all (verifier/pair_memory.py)
+        self.pair_memories = PairMemories()
         self.ready = False
         self.error: str | None = None
         self._thread: threading.Thread | None = None
@@ -154,7 +158,7 @@ class Service:
             self.corpus.prepare()  # the saved corpus edits, before anything is built
             for s in self.served.values():
                 started = time.perf_counter()
-                s.pipe = self.factory(s.config).build()
+                s.pipe = self.build_pipeline(s.config)
                 s.batcher = MicroBatcher(
                     self._batch_fn(s),
                     self.settings.micro_batch,
@@ -169,6 +173,15 @@ class Service:
             logger.error("loading failed: %s: %s", type(e).__name__, e)
             self.error = f"{type(e).__name__}: {' '.join(str(e).split())}"
         return self
+
+    def build_pipeline(self, config: Config) -> VerificationPipeline:
+        """``config``'s pipeline from the factory, built, its NLI verifiers sharing the service's memory
+        of scored pairs where the pipeline takes one."""
+        pipe = self.factory(config)
+        share = getattr(pipe, "share_pair_memories", None)
+        if callable(share):
+            share(self.pair_memories)
+        return pipe.build()
 
     def start(self) -> Service:
         """Load in a background thread (``/v1/ready`` turns true when done)."""

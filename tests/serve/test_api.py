@@ -83,6 +83,19 @@ def test_baseline_verdict_has_evidence_with_ids_text_and_retrievers(client: Test
     assert t["total"] >= t["retrieval"] + t["verification"]
 
 
+def test_the_configs_answer_each_others_nli_pairs(client: TestClient, service):
+    """The service's pipelines share one memory of scored pairs: graph, asked about a claim baseline
+    has just verified, takes the pairs of the sentences both read from it."""
+    base, graph = (service.served[n].pipe.verifier for n in ("baseline", "graph"))
+    assert base._memory is graph._memory
+    claim = "The Beatles were formed in Liverpool in a year."  # asked nowhere else
+    assert client.post("/v1/verify", json={"claim": claim, "config": "baseline"}).status_code == 200
+    before = graph.pairs_remembered
+    body = client.post("/v1/verify", json={"claim": claim, "config": "graph"}).json()
+    assert graph.pairs_remembered > before
+    assert body["label"] == max(body["scores"], key=body["scores"].get)
+
+
 @pytest.mark.parametrize("config", ["baseline", "graph", "programs"])
 def test_responses_match_their_documented_models(client: TestClient, config):
     from app.serve import models as m
