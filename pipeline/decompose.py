@@ -30,6 +30,7 @@ from typing import Any
 import Stemmer
 
 from garag.config import DecompositionConfig
+from garag.lru import LRU
 from garag.nlp import load_spacy
 
 _QUESTION_FILLER = {"did", "does", "do", "is", "was", "are", "were", "the", "a", "an", "it", "true", "that"}
@@ -39,6 +40,7 @@ _SENTENCE_PUNCT = {",", ".", ";", ":", "!", "?"}
 _PATH_POS = {"VERB", "AUX", "ADP", "NOUN", "PROPN", "ADJ", "PART", "NUM"}
 _DROP_DEPS = {"relcl", "appos", "cc", "conj"}
 _STEMMER = Stemmer.Stemmer("english")
+PARSES_KEPT = 1024  # claims whose spaCy parse a RuleDecomposer keeps
 
 
 def _dropped(tok: Any) -> bool:
@@ -96,12 +98,19 @@ class RuleDecomposer:
         self.config = config or DecompositionConfig()
         self._link = link
         self._nlp: Any = None
+        self._docs: LRU[str, Any] = LRU(PARSES_KEPT)
 
     def load(self) -> RuleDecomposer:
         """Load the spaCy pipeline (shared per process); idempotent."""
         if self._nlp is None:
             self._nlp = load_spacy(self.config.spacy_model)
         return self
+
+    def _parse(self, text: str) -> Any:
+        """spaCy's parse of ``text`` (a pipeline asks for a claim's questions, simple facts and names:
+        it is parsed once while among the last :data:`PARSES_KEPT` texts; nothing changes a parse)."""
+        nlp = self.load()._nlp
+        return self._docs.values([text], lambda todo: [nlp(t) for t in todo])[0]
 
     def decompose(self, claim: str) -> list[str]:
         """At most ``max_questions`` deduplicated yes/no subquestions; empty for a single simple fact.
@@ -114,7 +123,7 @@ class RuleDecomposer:
         claim = re.sub(r"\s+", " ", claim).strip()
         if not claim or self.config.max_questions == 0:
             return []
-        doc = self.load()._nlp(claim)
+        doc = self._parse(claim)
         questions = [_question(c) for c in _clauses(doc)]
         if self.config.entity_pairs:
             questions.extend(_entity_pair_questions(doc, self.config.max_entity_pairs))
@@ -129,7 +138,7 @@ class RuleDecomposer:
         claim = re.sub(r"\s+", " ", claim).strip()
         if not claim:
             return []
-        doc = self.load()._nlp(claim)
+        doc = self._parse(claim)
         out: list[str] = []
         seen: set[tuple[str, ...]] = set()
         for tokens, _ in _clauses(doc):
@@ -144,7 +153,7 @@ class RuleDecomposer:
 
     def claim_entities(self, claim: str) -> list[str]:
         """The claim's named entities and proper-noun phrases (page ids where the linker knows them)."""
-        doc = self.load()._nlp(claim)
+        doc = self._parse(claim)
         names = [e.text for e in doc.ents if e.label_ not in _NON_ENTITY_TYPES]
         names += [nc.text for nc in doc.noun_chunks if nc.root.pos_ == "PROPN"]
         out: list[str] = []

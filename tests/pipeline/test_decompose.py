@@ -64,3 +64,17 @@ def test_dedupe_and_normalise() -> None:
         dedupe_questions(qs, claim, -1)
     with pytest.raises(ConfigError, match="decomposition.method"):
         DecompositionConfig(method="magic")
+
+
+def test_a_claim_is_parsed_once_for_its_questions_facts_and_names() -> None:
+    counted = RuleDecomposer().load()
+    nlp, parsed = counted._nlp, []
+    counted._nlp = lambda text: parsed.append(text) or nlp(text)  # the real model, counted
+    claim = "Steven Spielberg, who founded DreamWorks, directed Jaws."
+    got = (counted.decompose(claim), counted.subclaims(claim), counted.claim_entities(claim))
+    assert parsed == [claim]
+    fresh = RuleDecomposer().load()
+    assert got == (fresh.decompose(claim), fresh.subclaims(claim), fresh.claim_entities(claim))
+    assert got[0] and got[1] and "Steven Spielberg" in got[2]
+    counted.decompose("Tom Hanks starred in Forrest Gump and Cast Away.")
+    assert len(parsed) == 2
