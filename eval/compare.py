@@ -49,6 +49,7 @@ from garag.jsonl import ResumableJsonl
 from garag.runs import check_identity, output_dir, run_lock, set_aside
 from garag.types import Claim, Evidence
 from pipeline.retrieval import corpus_fingerprint
+from pipeline.verification import build_with_pair_memories
 from verifier.pair_memory import PairMemories
 
 logger = logging.getLogger(__name__)
@@ -413,10 +414,7 @@ def compare(
                 continue
             if pipe is None:  # given pipelines are built already
                 pipe = pipeline_factory(s.config, progress)
-                share = getattr(pipe, "share_pair_memories", None)
-                if callable(share):
-                    share(memories)
-                pipe.build()
+                build_with_pair_memories(pipe, memories)
             env["models"][s.name] = _model_hashes(pipe)
             _check_models(run_dir, s.name, before.get(s.name), env["models"][s.name], force_new)
             write_json_atomic(env_path, env)

@@ -16,7 +16,7 @@ import logging
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from garag.config import Config, ConfigError
 from garag.datasets import Dataset
@@ -80,6 +80,15 @@ def hits_to_evidence(hits: Sequence[Hit], store: SentenceStore, k: int) -> list[
     known = [(h, r) for h, r in zip(hits[: k * 2], rows, strict=True) if r is not None][:k]
     sentences = store.sentences_by_rows([r for _, r in known])
     return [Evidence(h.sentence, s.text, h.score) for (h, _), s in zip(known, sentences, strict=True)]
+
+
+def build_with_pair_memories(pipe: Any, memories: PairMemories) -> Any:
+    """``pipe.build()``, ``memories`` given first where the pipeline takes a pool of scored NLI pairs
+    (:meth:`VerificationPipeline.share_pair_memories`; a factory may make another kind of pipeline)."""
+    share = getattr(pipe, "share_pair_memories", None)
+    if callable(share):
+        share(memories)
+    return pipe.build()
 
 
 class VerificationPipeline:

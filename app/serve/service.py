@@ -27,7 +27,7 @@ from garag.config import (
 from garag.text import detokenize
 from garag.types import Claim, SentenceId
 from pipeline.graph_reasoning import fact_graph_view
-from pipeline.verification import ClaimResult, VerificationPipeline
+from pipeline.verification import ClaimResult, VerificationPipeline, build_with_pair_memories
 from verifier.pair_memory import PairMemories
 
 from .batcher import MicroBatcher
@@ -177,11 +177,7 @@ class Service:
     def build_pipeline(self, config: Config) -> VerificationPipeline:
         """``config``'s pipeline from the factory, built, its NLI verifiers sharing the service's memory
         of scored pairs where the pipeline takes one."""
-        pipe = self.factory(config)
-        share = getattr(pipe, "share_pair_memories", None)
-        if callable(share):
-            share(self.pair_memories)
-        return pipe.build()
+        return build_with_pair_memories(self.factory(config), self.pair_memories)
 
     def start(self) -> Service:
         """Load in a background thread (``/v1/ready`` turns true when done)."""
