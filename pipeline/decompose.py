@@ -133,7 +133,11 @@ class RuleDecomposer:
         """The claim's simple facts as declarative sentences (the Verify steps of a rule program).
 
         Same clauses as :meth:`decompose` (coordination, relative clauses, appositions), not
-        turned into questions; deduplicated by content words; empty for an empty claim.
+        turned into questions, and read as sentences: quotation marks, empty or unpaired brackets
+        and "both" are left out, a member split from a plural subject takes a singular verb
+        ("A and B are both in C" -> "A is in C"), and a clause that says nothing after its verb
+        ("B and C were not.", "X is co-.") or denies an apposition ("X, not Y") is dropped.
+        Deduplicated by content words; empty for an empty claim.
         """
         claim = re.sub(r"\s+", " ", claim).strip()
         if not claim:
@@ -141,9 +145,14 @@ class RuleDecomposer:
         doc = self._parse(claim)
         out: list[str] = []
         seen: set[tuple[str, ...]] = set()
-        for tokens, _ in _clauses(doc):
+        for tokens, pred in _clauses(doc):
             toks = [t for t in tokens if t.text not in _SENTENCE_PUNCT]
-            text = _join([t.text for t in toks], toks).strip()
+            if pred is _IS and _denied(toks):
+                continue
+            toks = _tidy(toks)
+            if not _states_something(toks, pred):
+                continue
+            text = _join(_agreeing_words(toks, pred), toks).strip()
             key = question_key(text)
             if not key or key in seen:
                 continue
@@ -220,11 +229,85 @@ def _clauses(doc: Any) -> list[tuple[list[Any], Any]]:
     return clauses
 
 
+_QUOTES = {'"', "\u201c", "\u201d", "``", "''"}
+_BRACKETS = {"(": ")", "[": "]"}
+_CLOSING = set(_BRACKETS.values())
+_CONTENT_POS = {"NOUN", "PROPN", "ADJ", "NUM", "VERB", "ADV", "ADP", "PRON"}
+_EMPTY_PREDICATES = {"not", "n't", "both", "also", "too", "either", "neither", "co", "each"}
+_SINGULAR = {"are": "is", "were": "was", "have": "has", "do": "does"}
+
+
+def _tidy(toks: list[Any]) -> list[Any]:
+    """A clause's tokens as a sentence: no quotation marks, no "both", no empty or unpaired brackets."""
+    toks = [
+        t
+        for t in toks
+        if t.text not in _QUOTES
+        and not (t.lower_ == "both" and t.dep_ != "nsubj")
+        and not (t.dep_ == "neg" and t.head.pos_ in ("NOUN", "PROPN"))  # "A, not B": B's, not the clause's
+    ]
+    keep = [True] * len(toks)
+    opened: list[int] = []
+    for k, t in enumerate(toks):
+        if t.text in _BRACKETS:
+            opened.append(k)
+        elif t.text in _CLOSING:
+            if opened and _BRACKETS[toks[opened[-1]].text] == t.text:
+                o = opened.pop()
+                if not any(keep[j] and _has_word(toks[j]) for j in range(o + 1, k)):
+                    keep[o : k + 1] = [False] * (k + 1 - o)  # no word left between them: "( – )"
+            else:
+                keep[k] = False
+    for o in opened:
+        keep[o] = False
+    return [t for t, kept in zip(toks, keep, strict=True) if kept]
+
+
+def _has_word(tok: Any) -> bool:
+    return any(ch.isalnum() for ch in tok.text)
+
+
+def _states_something(toks: list[Any], pred: Any) -> bool:
+    """True when a word with content follows the clause's verb: "B were not." states nothing."""
+    at = next((k for k, t in enumerate(toks) if t is pred), None)
+    if at is None:
+        at = next((k for k, t in enumerate(toks) if t.pos_ in ("VERB", "AUX")), None)
+    if at is None:
+        return False
+    rest = toks[at + 1 :] if toks[at].pos_ == "AUX" else toks[at:]
+    return any(t.pos_ in _CONTENT_POS and t.lower_ not in _EMPTY_PREDICATES and _has_word(t) for t in rest)
+
+
+def _denied(toks: list[Any]) -> bool:
+    """An apposition clause ("A is B") made from "A, not B": the claim denies it."""
+    return any(
+        t.dep_ == "appos" and any(c.dep_ == "neg" for c in (*t.children, *t.head.children)) for t in toks
+    )
+
+
+def _agreeing_words(toks: list[Any], pred: Any) -> list[str]:
+    """The clause's words; where it keeps one member of a coordinated plural subject, a singular
+    member takes the singular verb ("Tampa airport are" -> "Tampa airport is")."""
+    words = [t.text for t in toks]
+    subj = _subject_of(pred) if isinstance(getattr(pred, "i", None), int) and pred.i >= 0 else None
+    if subj is None:
+        return words
+    members = [subj, *(c for c in subj.children if c.dep_ == "conj")]
+    kept = [m for m in members if any(t.i == m.i for t in toks)]
+    if len(members) < 2 or len(kept) != 1 or kept[0].tag_ not in ("NN", "NNP"):
+        return words
+    for k, t in enumerate(toks):
+        if t.lower_ in _SINGULAR and (t.i == pred.i or (t.i > subj.i and t.head.i == pred.i)):
+            words[k] = _SINGULAR[t.lower_]
+            break
+    return words
+
+
 class _Word:
     """A synthetic token ("is") inserted into an appositive clause."""
 
     def __init__(self, text: str) -> None:
-        self.text = self.lemma_ = text
+        self.text = self.lemma_ = self.lower_ = text
         self.whitespace_ = " "
         self.dep_, self.pos_, self.tag_, self.i = "ROOT", "AUX", "VBZ", -1
         self.children: list[Any] = []

@@ -61,7 +61,7 @@ from verifier.logistic import Softmax, fit_softmax, read_model_file, softmax_fro
 
 DECISION_FILE = "garag_decision.json"
 # Bump when the features or the fitting recipe change: a stored model of another version is refitted.
-DECISION_VERSION = 3
+DECISION_VERSION = 4  # 4: the sub-claims read as sentences (pipeline/decompose.py: _tidy, _states_something)
 FEATURES = (
     "verifier_supports",
     "verifier_refutes",

@@ -44,6 +44,47 @@ def test_simple_claim_gives_nothing_and_limit(decomposer: RuleDecomposer) -> Non
         decomposer.decompose(None)  # type: ignore[arg-type]
 
 
+def test_sub_claims_read_as_sentences(decomposer: RuleDecomposer) -> None:
+    # a member split from a plural subject takes a singular verb, and "both" goes with the split
+    assert decomposer.subclaims("Ajax and Feyenoord are both based in the Netherlands.") == [
+        "Ajax is based in the Netherlands.",
+        "Feyenoord is based in the Netherlands.",
+    ]
+    assert decomposer.subclaims("Paris and Lyon have both hosted the Tour de France.") == [
+        "Paris has hosted the Tour de France.",
+        "Lyon has hosted the Tour de France.",
+    ]
+    # no quotation marks; brackets go where no word is left between them, stay where one is
+    assert decomposer.subclaims('The film "Blue Sky" was released before "Red Rain".') == [
+        "The film is Blue Sky.",
+        "The film was released before Red Rain.",
+    ]
+    assert decomposer.subclaims("Mary Jones (March 3, 1901 – May 5, 1980) was an American novelist.") == [
+        "Mary Jones was an American novelist."
+    ]
+    assert decomposer.subclaims("Mary Jones (born 1901) was an American novelist.") == [
+        "Mary Jones (born 1901) was an American novelist."
+    ]
+
+
+def test_a_sub_claim_that_states_nothing_or_that_the_claim_denies_is_left_out(
+    decomposer: RuleDecomposer,
+) -> None:
+    # "John Brown and Peter Green were not." says nothing a sentence could entail
+    assert decomposer.subclaims("Alan Smith was a footballer, but John Brown and Peter Green were not.") == [
+        "Alan Smith was a footballer."
+    ]
+    # "A, not B": B is denied, so "A is B" is no part of the claim, and the clause keeps no "not"
+    assert decomposer.subclaims(
+        "The singer of the song Blue Moon is a member of the duo Sugarland, not Roger Taylor."
+    ) == [
+        "The song is Blue Moon.",
+        "The singer of the song is a member of the duo Sugarland.",
+    ]
+    # a clause's own negation stays
+    assert decomposer.subclaims("Bhagat Singh was not an American.") == ["Bhagat Singh was not an American."]
+
+
 def test_claim_entities_linked() -> None:
     d = RuleDecomposer(link={"Barack Obama": "Barack_Obama"}.get).load()
     assert d.claim_entities("Barack Obama was born in Hawaii.")[:2] == ["Barack_Obama", "Hawaii"]
