@@ -137,7 +137,7 @@ run-judge: setup-qwen
 # all-mpnet-base-v2 under the verifiers (docs/training.md): the FEVER and HoVer report parts with the
 # mpnet.yaml, mix.yaml and joint-mpnet.yaml overlays.  A GPU trains both verifiers in about 2 minutes (an H200); 2 CPU cores need about
 # 13 hours for them, and the verifier reads ~9x slower than with MiniLM.  The mix systems also read
-# garag's default MiniLM verifier (the one `make run` trains, about 33 minutes on 2 cores with AMX).  Every label
+# garag's default MiniLM verifier (the one `make run` trains, about 31 minutes on 2 cores with AMX).  Every label
 # comes from each verifier's decision model (no 2-way threshold).  graph-mix has its own mpnet share, 0.3
 # (baseline-mix: 0.5), and graph-joint-mpnet reads the claim as graph-joint does (its reasoning programs).
 setup-mpnet: setup
