@@ -289,7 +289,7 @@ def _agreeing_words(toks: list[Any], pred: Any) -> list[str]:
     """The clause's words; where it keeps one member of a coordinated plural subject, a singular
     member takes the singular verb ("Tampa airport are" -> "Tampa airport is")."""
     words = [t.text for t in toks]
-    subj = _subject_of(pred) if isinstance(getattr(pred, "i", None), int) and pred.i >= 0 else None
+    subj = _subject_of(pred)  # None for an apposition's synthetic "is"
     if subj is None:
         return words
     members = [subj, *(c for c in subj.children if c.dep_ == "conj")]
