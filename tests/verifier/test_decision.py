@@ -158,6 +158,9 @@ def _synthetic(n: int = 600, seed: int = 0) -> tuple[np.ndarray, list[Label]]:
     x[:, FEATURES.index("claim_negated")] = neg
     pos_c = FEATURES.index("positive_contra_max")
     x[:, pos_c] *= neg
+    # as in DecisionFeatures, the scores of a negated claim have their own columns
+    for own, negated in (("entail_max", "negated_entail_max"), ("contra_max", "negated_contra_max")):
+        x[:, FEATURES.index(negated)] = neg * x[:, FEATURES.index(own)]
     labels = []
     for row, ng in zip(x, neg, strict=True):
         s, r = row[FEATURES.index("entail_max")], row[FEATURES.index("contra_max")]
@@ -174,7 +177,7 @@ def test_fitting_learns_a_negation_rule_and_is_calibrated_on_it(tmp_path: Path) 
     probs = model.predict_proba(x[1000:])
     predicted = [decision_label(p, two_way=False) for p in probs]
     accuracy = np.mean([p is g for p, g in zip(predicted, y[1000:], strict=True)])
-    assert accuracy > 0.8
+    assert accuracy > 0.85
     order = [S, N, R]
     assert expected_calibration_error(probs, [order.index(g) for g in y[1000:]]) < 0.15
     assert sum(model.info["examples"].values()) == 1000
