@@ -162,12 +162,15 @@ def ensure_verifier(config: Config, progress: bool = True, force: bool = False) 
         train_from_fever(config, out_dir, progress=progress)
     model_dir = checked_model_dir(config)
     memories = PairMemories()  # the decision model reads again the pairs the aggregator was fitted on
-    if needs_aggregator(config) and read_aggregator(model_dir) is None:
-        # A verifier trained before the aggregator existed (or with an older one): fit it now, once.
-        fit_claim_aggregator(config, model_dir, progress, memories=memories)
-    if needs_decision(config) and read_decision(model_dir) is None:
-        # likewise for the decision model (verifier/decision.py)
-        fit_verifier_decision(config, model_dir, progress, memories=memories)
+    # A verifier trained before the aggregator or the decision model existed (or with an older one):
+    # fit what is missing now, once, on one retrieval of the validation claims.
+    aggregator = needs_aggregator(config) and read_aggregator(model_dir) is None
+    decision = needs_decision(config) and read_decision(model_dir) is None
+    reading = validation_reading(config, progress) if aggregator or decision else None
+    if aggregator:
+        fit_claim_aggregator(config, model_dir, progress, reading, memories=memories)
+    if decision:
+        fit_verifier_decision(config, model_dir, progress, reading, memories=memories)
     return str(model_dir)
 
 

@@ -184,3 +184,55 @@ def test_a_verifier_that_continues_from_the_default_one_keeps_its_split() -> Non
     # without max_claims, the default verifier's split itself
     whole = load_config("configs/baseline.yaml+configs/joint.yaml", ["train.max_claims=0"])
     assert split_train_claims(whole)[:2] == (base_train, base_val)
+
+
+def test_a_verifier_missing_its_aggregator_and_decision_retrieves_its_validation_claims_once(
+    tmp_path: Path, tiny_base: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An older cache lacks both fitted models: ensure_verifier fits both on one retrieval. The
+    retrieval and the two fits are fakes here (they record what they are given); their real runs are
+    `garag train-verifier`'s, too slow for a unit test."""
+    import shutil
+
+    import training.verifier as tv
+    from garag.artifacts import file_checksums, write_json_atomic
+    from garag.config import load_config
+    from verifier.trained import verifier_artifact_dir
+
+    config = load_config(overrides=[f"paths.cache_dir={tmp_path}"])
+    out_dir = verifier_artifact_dir(config)
+    shutil.copytree(tiny_base, out_dir / "model")  # stands in for a trained model: only its bytes matter here
+    write_json_atomic(
+        out_dir / "meta.json", {"kind": "verifier", "model_files": file_checksums(out_dir / "model")}
+    )
+    readings: list[object] = []
+    given: list[tuple[str, object]] = []
+    monkeypatch.setattr(
+        tv, "validation_reading", lambda cfg, progress=True: readings.append(object()) or readings[-1]
+    )
+    monkeypatch.setattr(
+        tv,
+        "fit_claim_aggregator",
+        lambda cfg, d, progress, reading=None, memories=None: given.append(("a", reading)),
+    )
+    monkeypatch.setattr(
+        tv,
+        "fit_verifier_decision",
+        lambda cfg, d, progress, reading=None, memories=None: given.append(("d", reading)),
+    )
+    assert tv.ensure_verifier(config, progress=False) == str(out_dir / "model")
+    assert len(readings) == 1 and given == [("a", readings[0]), ("d", readings[0])]
+    # with neither needed, nothing is retrieved
+    readings.clear()
+    given.clear()
+    tv.ensure_verifier(
+        load_config(
+            overrides=[
+                f"paths.cache_dir={tmp_path}",
+                "verifier.aggregation=rule",
+                "verifier.decision=verifier",
+            ]
+        ),
+        progress=False,
+    )
+    assert readings == [] and given == []
