@@ -362,7 +362,9 @@ class DecisionModel:
     def _explain(self, label: Label, p: np.ndarray, x: np.ndarray, note: dict) -> str:
         both = self.model.contributions(by_length(x)[0], LABEL_ORDER.index(label))
         terms = both[: len(FEATURES)] + both[len(FEATURES) :]  # a feature's short and long weights
-        top = [FEATURES[j] for j in np.argsort(-terms)[:2] if terms[j] > 0]
+        # each named with its value: a feature weighs by its distance from the fitting data's mean, so
+        # "claim_negated 0" (a claim that is not negated) can move a label as much as a 1 does
+        top = [f"{FEATURES[j]} {x[j]:.2g}" for j in np.argsort(-terms)[:2] if terms[j] > 0]
         said = ", ".join(f"{lab.value} {v:.2f}" for lab, v in zip(LABEL_ORDER, p, strict=True))
         text = f"Decision: {label.value} ({said}); weighed most: {', '.join(top) or 'the intercepts'}."
         if note.get("positive_form"):

@@ -6,6 +6,7 @@ scorer runs in tests/pipeline/test_verification_e2e.py."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -229,6 +230,13 @@ def test_the_decider_explains_what_moved_it(tmp_path: Path) -> None:
     )
     (v,) = out
     assert v.explanation.startswith("R (p=0.7). Decision: ")
+    # what moved it most, each feature named with its value for this claim
+    named = re.search(r"weighed most: (.*?)\.(?: |$)", v.explanation).group(1).split(", ")
+    features, _ = decider.features([DecisionCase(claim, ev, Verdict(R, "", (), {S: 0.1, N: 0.2, R: 0.7}))])
+    assert 1 <= len(named) <= 2
+    for item in named:
+        name, value = item.rsplit(" ", 1)
+        assert float(value) == pytest.approx(features[0, FEATURES.index(name)], abs=0.006)
     assert 'Positive form read: "Bhagat Singh was an American."' in v.explanation
     assert v.evidence == (SINGH.sentence,) and sum(v.scores.values()) == pytest.approx(1.0)
     assert v.label is max(v.scores, key=v.scores.get)
