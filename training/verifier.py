@@ -337,14 +337,14 @@ def validation_reading(config: Config, progress: bool = True) -> Reading:
 def fit_claim_aggregator(
     config: Config,
     model_dir: str | Path,
-    progress: bool = True,
-    reading: Reading | None = None,
+    progress: bool,
+    reading: Reading,
     memories: PairMemories | None = None,
 ) -> dict:
     """Fit a trained verifier's claim-level aggregator on its validation claims; store it beside the model.
 
-    The validation claims are retrieved again (:func:`validation_reading`, or ``reading`` when
-    given) and each yields two instances (:func:`aggregator_instances`).  ``memories``: the pool of
+    ``reading`` holds the validation claims as retrieved (:func:`validation_reading`); each claim
+    yields two instances (:func:`aggregator_instances`).  ``memories``: the pool of
     scored pairs to read and add to (the decision model reads these pairs again).
 
     Returns:
@@ -353,7 +353,7 @@ def fit_claim_aggregator(
     """
     started = time.time()
     top_k = config.verifier.top_k
-    pipe, val_c, retrieved = reading or validation_reading(config, progress)
+    pipe, val_c, retrieved = reading
     assert pipe.store is not None
     instances = aggregator_instances(val_c, retrieved, pipe.store, top_k)
     vcfg = copy.deepcopy(config.verifier)
@@ -390,14 +390,14 @@ def fit_claim_aggregator(
 def fit_verifier_decision(
     config: Config,
     model_dir: str | Path,
-    progress: bool = True,
-    reading: Reading | None = None,
+    progress: bool,
+    reading: Reading,
     memories: PairMemories | None = None,
 ) -> dict:
     """Fit the decision model (:mod:`training.decision`) on the verifier's validation claims, read as
-    the pipeline reads claims (:func:`validation_reading`, or ``reading``); store it beside the model.
-    ``memories``: the pool of scored pairs to read and add to."""
-    pipe, val_c, retrieved = reading or validation_reading(config, progress)
+    the pipeline reads claims (``reading``, from :func:`validation_reading`); store it beside the
+    model.  ``memories``: the pool of scored pairs to read and add to."""
+    pipe, val_c, retrieved = reading
     assert pipe.store is not None
     return fit_decision_model(config, model_dir, val_c, retrieved, pipe.store, progress, memories)
 
