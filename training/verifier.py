@@ -168,7 +168,7 @@ def ensure_verifier(config: Config, progress: bool = True, force: bool = False) 
     decision = needs_decision(config) and read_decision(model_dir) is None
     reading = validation_reading(config, progress) if aggregator or decision else None
     if aggregator:
-        fit_claim_aggregator(config, model_dir, progress, reading, memories=memories)
+        fit_claim_aggregator(config, model_dir, reading, memories=memories)
     if decision:
         fit_verifier_decision(config, model_dir, progress, reading, memories=memories)
     return str(model_dir)
@@ -337,7 +337,6 @@ def validation_reading(config: Config, progress: bool = True) -> Reading:
 def fit_claim_aggregator(
     config: Config,
     model_dir: str | Path,
-    progress: bool,
     reading: Reading,
     memories: PairMemories | None = None,
 ) -> dict:
@@ -425,7 +424,7 @@ def train_from_fever(config: Config, out_dir: Path, progress: bool = True) -> di
     memories = PairMemories()
     calibration = calibrate_trained(config, result.model_dir, val_ex, memories)
     reading = validation_reading(config, progress)
-    aggregator = fit_claim_aggregator(config, result.model_dir, progress, reading, memories)
+    aggregator = fit_claim_aggregator(config, result.model_dir, reading, memories)
     decision = None
     if needs_decision(config):
         decision = fit_verifier_decision(config, result.model_dir, progress, reading, memories)

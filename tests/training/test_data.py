@@ -213,7 +213,7 @@ def test_a_verifier_missing_its_aggregator_and_decision_retrieves_its_validation
     monkeypatch.setattr(
         tv,
         "fit_claim_aggregator",
-        lambda cfg, d, progress, reading=None, memories=None: given.append(("a", reading)),
+        lambda cfg, d, reading, memories=None: given.append(("a", reading)),
     )
     monkeypatch.setattr(
         tv,
