@@ -515,16 +515,3 @@ def decision_for(setting: str, model_path: str, top_k: int) -> DecisionModel | N
             f"{decision_path(local)}: fitted for verifier.top_k {model.top_k}, the config reads {top_k}"
         )
     return model
-
-
-def load_decider(
-    setting: str,
-    model_path: str,
-    scorer: SentenceScorer,
-    spacy_model: str,
-    top_k: int,
-    parts: Callable[[str], list[str]] | None,
-) -> Decider | None:
-    """The decider of :func:`decision_for`'s model with its features, or None where there is none."""
-    model = decision_for(setting, model_path, top_k)
-    return None if model is None else Decider(model, DecisionFeatures(scorer, spacy_model, top_k), parts)

@@ -18,14 +18,15 @@ from verifier.decision import (
     FEATURES,
     LONG_WORDS,
     SHORT_WORDS,
+    Decider,
     DecisionCase,
     DecisionFeatures,
     DecisionModel,
+    decision_for,
     decision_label,
     decision_path,
     expected_calibration_error,
     fit_decision,
-    load_decider,
     long_claim,
     read_decision,
 )
@@ -205,17 +206,17 @@ def test_the_model_file_round_trips_and_a_bad_one_is_named(tmp_path: Path) -> No
         DecisionModel.from_json(json.loads(path.read_text()), str(path))
 
 
-def test_load_decider_follows_the_setting(tmp_path: Path) -> None:
-    scorer = FakeScorer({})
-    assert load_decider("verifier", str(tmp_path), scorer, SPACY, 5, None) is None
-    assert load_decider("auto", str(tmp_path), scorer, SPACY, 5, None) is None  # none fitted here
+def test_decision_for_follows_the_setting(tmp_path: Path) -> None:
+    assert decision_for("verifier", str(tmp_path), 5) is None
+    assert decision_for("auto", str(tmp_path), 5) is None  # none fitted here
     with pytest.raises(ValueError, match=r"verifier\.decision: 'learned' but there is no decision model at"):
-        load_decider("learned", str(tmp_path), scorer, SPACY, 5, None)
+        decision_for("learned", str(tmp_path), 5)
     x, y = _synthetic(200)
     fit_decision(x, y, top_k=5).save(tmp_path)
-    assert load_decider("auto", str(tmp_path), scorer, SPACY, 5, None) is not None
+    assert decision_for("auto", str(tmp_path), 5) is not None
+    assert decision_for("verifier", str(tmp_path), 5) is None  # the verifier's own label, by request
     with pytest.raises(ValueError, match="fitted for verifier.top_k 5, the config reads 3"):
-        load_decider("learned", str(tmp_path), scorer, SPACY, 3, None)
+        decision_for("learned", str(tmp_path), 3)
 
 
 def test_the_decider_explains_what_moved_it(tmp_path: Path) -> None:
@@ -223,7 +224,9 @@ def test_the_decider_explains_what_moved_it(tmp_path: Path) -> None:
     fit_decision(x, y, top_k=5).save(tmp_path)
     claim = "Bhagat Singh was not an American."
     scorer = FakeScorer({claim: (0.05, 0.15, 0.8), "Bhagat Singh was an American.": (0.02, 0.08, 0.9)})
-    decider = load_decider("learned", str(tmp_path), scorer, SPACY, 5, None)
+    model = decision_for("learned", str(tmp_path), 5)
+    assert model is not None
+    decider = Decider(model, DecisionFeatures(scorer, SPACY, 5), None)
     ev = (SINGH,)
     out = decider.decide(
         [claim], [ev], [Verdict(R, "R (p=0.7).", (SINGH.sentence,), {S: 0.1, N: 0.2, R: 0.7})], two_way=False
