@@ -166,11 +166,12 @@ def ensure_verifier(config: Config, progress: bool = True, force: bool = False) 
     # fit what is missing now, once, on one retrieval of the validation claims.
     aggregator = needs_aggregator(config) and read_aggregator(model_dir) is None
     decision = needs_decision(config) and read_decision(model_dir) is None
-    reading = validation_reading(config, progress) if aggregator or decision else None
-    if aggregator:
-        fit_claim_aggregator(config, model_dir, reading, memories=memories)
-    if decision:
-        fit_verifier_decision(config, model_dir, progress, reading, memories=memories)
+    if aggregator or decision:
+        reading = validation_reading(config, progress)
+        if aggregator:
+            fit_claim_aggregator(config, model_dir, reading, memories=memories)
+        if decision:
+            fit_verifier_decision(config, model_dir, progress, reading, memories=memories)
     return str(model_dir)
 
 

@@ -32,7 +32,6 @@ from typing import Any
 import numpy as np
 
 from garag.config import VerifierConfig
-from garag.lru import LRU
 from garag.types import Evidence, Label, Verdict, unique_evidence
 from verifier.aggregate import aggregate_sentence_probs
 from verifier.base import MAX_PREDICTED_EVIDENCE
@@ -128,7 +127,7 @@ class NLIVerifier:
         self.pairs_scored = 0
         self.pairs_remembered = 0
         self._memories = memories if memories is not None else PairMemories()
-        self._memory: PairMemory = LRU(1)  # the reader's memory, taken from the pool by load()
+        self._memory: PairMemory | None = None  # the reader's memory, taken from the pool by load()
         self._tokenizer: Any = None
         self._model: Any = None
         self._device = "cpu"
@@ -274,7 +273,8 @@ class NLIVerifier:
     def forget_pairs(self) -> None:
         """Forget the remembered pairs (of every verifier sharing this one's memory): a benchmark
         times the model, not the memory."""
-        self._memory.clear()
+        if self._memory is not None:
+            self._memory.clear()
 
     def predict_pairs(self, premises: Sequence[str], claims: Sequence[str]) -> np.ndarray:
         """Verdict probabilities for (premise, claim) pairs.
@@ -297,6 +297,7 @@ class NLIVerifier:
             scored = len(todo)
             return self._score_pairs([p for p, _ in todo], [c for _, c in todo])
 
+        assert self._memory is not None  # load() took it from the pool with the model
         rows = self._memory.values(keys, score)  # each distinct pair not remembered is scored once
         self.pairs_scored += scored
         self.pairs_remembered += len(keys) - scored
