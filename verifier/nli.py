@@ -205,16 +205,17 @@ class NLIVerifier:
                     "AVX512-BF16) is slower than float32 there"
                 )
             model = model.to(torch.bfloat16)
-        self._model = model.to(self._device).eval()
-        self._tokenizer = tokenizer
         limit = getattr(tokenizer, "model_max_length", None) or _NO_LIMIT
-        self._max_length = min(self.config.max_length, limit) if limit < _NO_LIMIT else self.config.max_length
+        max_length = min(self.config.max_length, limit) if limit < _NO_LIMIT else self.config.max_length
         positions = _position_limit(model.config)
-        if positions is not None and self._max_length > positions:
+        if positions is not None and max_length > positions:  # refused before the model is kept
             raise ValueError(
                 f"verifier.max_length: {self.config.max_length} tokens exceed the {positions} positions of "
                 f"{self.model_path}; set it to at most {positions}"
             )
+        self._max_length = max_length
+        self._model = model.to(self._device).eval()
+        self._tokenizer = tokenizer
         self._memory = self._memories.for_reader(self.reader())
         logger.info(
             "NLI verifier %s loaded on %s (%s) in %.1fs (labels %s, NEI bias %.2f, %s)",

@@ -247,8 +247,11 @@ def test_encode_pairs_truncates_the_premise_not_the_claim(tiny_base: Path) -> No
 
 def test_max_length_beyond_the_models_positions_is_refused(model_dir: Path) -> None:
     # The tiny model embeds 64 positions: 128 used to crash on the first long input.
+    refused = NLIVerifier(VerifierConfig(mode="concat", max_length=128), str(model_dir))
     with pytest.raises(ValueError, match=r"^verifier\.max_length: 128 tokens exceed the 64 positions of "):
-        NLIVerifier(VerifierConfig(mode="concat", max_length=128), str(model_dir)).load()
+        refused.load()
+    with pytest.raises(RuntimeError, match=r"load\(\) must be called before use"):
+        refused.predict_pairs(["Oslo is a city."], ["Oslo is in Norway."])  # half-loaded: refused, not used
     fits = NLIVerifier(VerifierConfig(mode="concat", max_length=64), str(model_dir)).load()
     huge = "word " * 20_000  # a 100 KB claim is cut to the model's positions, not a crash
     probs = fits.predict_pairs(["Oslo is a city."], [huge])
