@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 from collections.abc import Sequence
 from typing import NoReturn
@@ -46,7 +47,12 @@ def _add_common(p: argparse.ArgumentParser) -> None:
         help="remove the pages this file names (one page id per line) from the corpus (repeatable)",
     )  # fmt: skip
     p.add_argument("--no-progress", action="store_true", help="hide progress bars")
-    p.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    p.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="garag's debug messages and other libraries' info messages",
+    )
     p.add_argument("--debug", action="store_true", help="show the traceback of an error")
 
 
@@ -194,7 +200,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="override a value in every config, or with NAME: in the config of that name "
                    "(repeatable)")  # fmt: skip
     p.add_argument("--no-progress", action="store_true", help="hide progress bars")
-    p.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    p.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="garag's debug messages and other libraries' info messages",
+    )
     p.add_argument("--debug", action="store_true", help="show the traceback of an error")
     p.set_defaults(config=None)
 
@@ -255,7 +266,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="[NAME:]KEY=VALUE",
                    help="override a value in every config, or with NAME: in the config of that name "
                    "(repeatable)")  # fmt: skip
-    p.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    p.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="garag's debug messages and other libraries' info messages",
+    )
     p.add_argument("--debug", action="store_true", help="show the traceback of an error")
     p.set_defaults(config=None, no_progress=True)
 
@@ -288,17 +304,36 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# garag's own top-level packages (pyproject.toml's packages.find): they log at INFO, -v at DEBUG
+OWN_LOGGERS = ("garag", "app", "pipeline", "retrievers", "verifier", "training", "eval", "prompts")
+
+
+def configure_logging(*, verbose: bool, progress: bool) -> None:
+    """garag's messages at INFO (DEBUG with ``-v``); other libraries' at WARNING (INFO with ``-v``),
+    so that faiss's loader, sentence-transformers and transformers do not fill the console.
+
+    Without progress bars (``--no-progress``) the Hugging Face libraries' bars (a model's "Loading
+    weights") are off too, unless ``HF_HUB_DISABLE_PROGRESS_BARS`` is set already: it is read when
+    they are first imported, which the commands do later.
+    """
+    logging.basicConfig(
+        level=logging.INFO if verbose else logging.WARNING,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    for name in OWN_LOGGERS:
+        logging.getLogger(name).setLevel(logging.DEBUG if verbose else logging.INFO)
+    if not progress:
+        os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the process exit code."""
     try:
         args = build_parser().parse_args(argv)
     except SystemExit as e:  # --help, or a usage error already printed on one line
         return e.code if isinstance(e.code, int) else 2
-    logging.basicConfig(
-        level=logging.DEBUG if args.verbose else logging.INFO,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        stream=sys.stderr,
-    )
+    configure_logging(verbose=args.verbose, progress=not getattr(args, "no_progress", False))
     try:
         config = with_edit_flags(load_config(args.config, own_overrides(args)), args)
         return COMMANDS[args.command](args, config)
