@@ -50,6 +50,7 @@ from training.checkpoint import (
 from verifier.base import TrainExample
 from verifier.inputs import PREMISE_FORMAT, build_premise, encode_pairs
 from verifier.labels import LABEL_ORDER
+from verifier.nli import HEAD_PREFIXES
 
 logger = logging.getLogger(__name__)
 
@@ -95,6 +96,38 @@ def _linear_warmup_decay(step: int, warmup: int, total: int) -> float:
     if step < warmup:
         return step / max(1, warmup)
     return max(0.0, (total - step) / max(1, total - warmup))
+
+
+def _with_new_head(auto_model: Any, base_model: str, overrides: dict | None) -> Any:  # noqa: ANN401
+    """The base model with a new 3-way head, said in one line: transformers' own load report (a
+    warning table of the head's "MISSING" weights and the encoder's unused pooler) is for surprises,
+    and a new head is none.  Any other weight left out is still a warning, named."""
+    quiet = logging.getLogger("transformers")
+    level = quiet.level
+    quiet.setLevel(logging.ERROR)
+    try:
+        model, info = auto_model.from_pretrained(
+            base_model,
+            num_labels=len(LABEL_ORDER),
+            id2label=ID2LABEL,
+            label2id=LABEL2ID,
+            output_loading_info=True,
+            **(overrides or {}),
+        )
+    finally:
+        quiet.setLevel(level)
+    missing = sorted(info.get("missing_keys", ()))
+    head = [k for k in missing if k.split(".")[0] in HEAD_PREFIXES]
+    if other := [k for k in missing if k not in head] + sorted(info.get("mismatched_keys", ())):
+        logger.warning("%s: weights not in the checkpoint, initialised at random: %s", base_model, other)
+    logger.info(
+        "%s: a new %d-way classification head (%d weights initialised); %d checkpoint weights unused",
+        base_model,
+        len(LABEL_ORDER),
+        len(head),
+        len(info.get("unexpected_keys", ())),
+    )
+    return model
 
 
 def _adamw(torch: Any, groups: list[dict], lr: float) -> Any:
@@ -176,13 +209,7 @@ class _Trainer:
                 "seconds": 0.0,
             }
             torch.manual_seed(config.seed)
-            model = AutoModelForSequenceClassification.from_pretrained(
-                base_model,
-                num_labels=len(LABEL_ORDER),
-                id2label=ID2LABEL,
-                label2id=LABEL2ID,
-                **(overrides or {}),
-            )
+            model = _with_new_head(AutoModelForSequenceClassification, base_model, overrides)
         self.state = state
         self._accounted = 0.0
         self.model = model.to(self.device)

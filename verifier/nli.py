@@ -59,7 +59,7 @@ def _position_limit(model_config: object) -> int | None:
 
 
 # Parameter-name prefixes of classification heads (BERT/DeBERTa/RoBERTa "classifier", decoder models "score").
-_HEAD_PREFIXES = ("classifier", "score")
+HEAD_PREFIXES = ("classifier", "score")  # a sequence classifier's head weights
 
 
 class ModelUnavailableError(ValueError):
@@ -183,7 +183,7 @@ class NLIVerifier:
                 f"{str(exc).splitlines()[0] if str(exc) else ''}). Without internet, download the checkpoint "
                 "elsewhere and set verifier.model to its directory, or train one with `garag train-verifier`."
             ) from exc
-        untrained = [k for k in info.get("missing_keys", ()) if k.split(".")[0] in _HEAD_PREFIXES]
+        untrained = [k for k in info.get("missing_keys", ()) if k.split(".")[0] in HEAD_PREFIXES]
         if untrained:
             raise ValueError(
                 f"verifier.model: {self.model_path!r} has no trained classification head (missing "

@@ -371,3 +371,44 @@ def test_training_in_length_batches_learns_the_toy_task(
     grouped, shuffled = _weights(result.model_dir), _weights(trained[0].model_dir)
     # the same seed and examples in other batches: other weights (the grouping really ran)
     assert any(not torch.equal(grouped[k], shuffled[k]) for k in shuffled)
+
+
+def test_a_new_head_is_one_line_and_any_other_missing_weight_a_warning(
+    tiny_base: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    import logging
+    import shutil
+
+    from safetensors.torch import load_file, save_file
+    from transformers import AutoModelForSequenceClassification
+
+    from training.train import _with_new_head
+
+    def load(base: Path) -> list[logging.LogRecord]:
+        caplog.clear()
+        library = logging.getLogger("transformers")  # its records stop there (its own handler)
+        library.addHandler(caplog.handler)
+        try:
+            with caplog.at_level(logging.INFO, logger="training.train"):
+                model = _with_new_head(AutoModelForSequenceClassification, str(base), None)
+        finally:
+            library.removeHandler(caplog.handler)
+        assert model.config.num_labels == 3
+        assert not [r for r in caplog.records if r.name.startswith("transformers")]  # its load report
+        return [r for r in caplog.records if r.name == "training.train"]
+
+    (said,) = load(tiny_base)
+    assert said.levelname == "INFO"
+    assert (
+        "a new 3-way classification head (2 weights initialised); 0 checkpoint weights unused"
+        in said.getMessage()
+    )
+    damaged = tmp_path / "base"
+    shutil.copytree(tiny_base, damaged)
+    weights = load_file(damaged / "model.safetensors")
+    (gone,) = [k for k in weights if k.endswith("encoder.layer.0.output.dense.weight")]
+    del weights[gone]
+    save_file(weights, damaged / "model.safetensors", metadata={"format": "pt"})
+    warning, info = load(damaged)
+    assert warning.levelname == "WARNING" and "encoder.layer.0.output.dense.weight" in warning.getMessage()
+    assert "initialised at random" in warning.getMessage() and info.levelname == "INFO"
