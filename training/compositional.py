@@ -298,3 +298,81 @@ def _premise_example(
 def _shown(claims: Sequence, idx: Sequence[int], hidden: int | None) -> set[SentenceId]:
     """Gold sentences of the visible parts (kept even when they sit on the hidden part's page)."""
     return {s for p, i in enumerate(idx) if p != hidden for s in claims[i].evidence}
+
+
+def partial_examples(
+    claims: Sequence,
+    store: SentenceStore,
+    n: int,
+    seed: int,
+    parts: Sequence[int] = (2, 3),
+    bridge_share: float = 0.5,
+    max_gold_per_part: int = 2,
+) -> tuple[list[TrainExample], Counter]:
+    """Composed claims read one part's evidence at a time, for a per-sentence verifier.
+
+    A verifier trained on FEVER's single facts reads a sentence that supports one part of a claim
+    of several ("X studied at Y, and Y is in Z." against "X studied at Y.") as refuting it, since
+    a premise that says something else of the claim's subject was a refutation in its data; the
+    claim aggregator then sees contradictions where a true chain's parts are each supported.  Here
+    ``n`` claims of 2-3 train claims (about different pages; with odds ``bridge_share`` a bridge
+    chain from a SUPPORTS claim, each next part any claim about a page the previous one names, so
+    some are refuted) are joined as ``"A, and B."``, half of them with one part replaced by a
+    REFUTES claim, and each part's gold sentences (at most ``max_gold_per_part``) are the premise
+    of one example:
+
+    * a supported part's sentences: NOT ENOUGH INFO (they say nothing of the other parts);
+    * a refuted part's sentences: REFUTES (a refuted part refutes the conjunction).
+
+    No example is SUPPORTS: no single part's evidence supports the whole.  Deterministic for a seed.
+
+    Returns:
+        The examples and counts by label, part count and kind.
+    """
+    if not parts or min(parts) < 2:
+        raise ValueError(f"parts must be >= 2, got {list(parts)}")
+    rng = random.Random(seed)
+    usable = [i for i, c in enumerate(claims) if c.evidence and c.label in (Label.SUPPORTS, Label.REFUTES)]
+    supports = [i for i in usable if claims[i].label is Label.SUPPORTS]
+    refutes = [i for i in usable if claims[i].label is Label.REFUTES]
+    counts: Counter = Counter()
+    if len(supports) < max(parts) or not refutes:
+        counts["skipped_too_few_claims"] = n
+        return [], counts
+    main_pages = [_main_page(c.evidence) if c.evidence else "" for c in claims]
+    bridges = _BridgeIndex(claims, main_pages)
+    texts: dict[SentenceId, str] = {}
+    out: list[TrainExample] = []
+    made = 0
+    for _ in range(20 * n):
+        if made >= n:
+            break
+        k = rng.choice(list(parts))
+        chain = _bridge_chain(rng, k, supports, bridges, main_pages) if rng.random() < bridge_share else None
+        idx = list(chain or _random_parts(rng, k, supports, main_pages) or [])
+        if not idx:
+            counts["skipped_no_parts"] += 1
+            continue
+        if rng.random() < 0.5:  # one part refuted, about a page no other part is about
+            pos = rng.randrange(k)
+            pages = {main_pages[j] for p, j in enumerate(idx) if p != pos}
+            options = [j for j in refutes if main_pages[j] not in pages]
+            if not options:
+                counts["skipped_no_refuted_part"] += 1
+                continue
+            idx[pos] = rng.choice(options)
+        premises = [fetch_evidence(store, claims[i].evidence[:max_gold_per_part], texts) for i in idx]
+        if not all(premises):
+            counts["skipped_premise"] += 1
+            continue
+        text = join_claims([claims[i].text for i in idx])
+        ids = "+".join(str(claims[i].id) for i in idx)
+        for i, premise in zip(idx, premises, strict=True):
+            label = Label.REFUTES if claims[i].label is Label.REFUTES else Label.NOT_ENOUGH_INFO
+            out.append(TrainExample(claim=text, evidence=premise, label=label, claim_id=f"p:{ids}"))
+            counts[label.value] += 1
+        made += 1
+        counts[f"parts_{k}"] += 1
+        counts["bridge" if chain is not None else "conjunction"] += 1
+    counts["claims"] = made
+    return out, counts

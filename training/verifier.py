@@ -31,7 +31,7 @@ from garag.types import Label, SentenceId
 from pipeline.retrieval import RetrievalPipeline
 from training.backbones import resolve_backbone
 from training.calibration import calibrate_nei_bias
-from training.compositional import compose_examples
+from training.compositional import compose_examples, partial_examples
 from training.contrast import CONTRAST_COMPOSED_SHARE, contrast_train_examples
 from training.data import (
     TrainClaim,
@@ -269,6 +269,16 @@ def prepare_examples(
         "train_examples": dict(train_counts),
         "val_examples": dict(val_counts),
     }
+    if tc.partial > 0:  # train claims only: validation (early stopping, calibration) keeps single facts
+        partial, counts = partial_examples(
+            train_c,
+            pipe.store,
+            n=round(tc.partial * len(train_c)),
+            seed=tc.seed + 6,
+            bridge_share=tc.bridge_share,
+        )
+        train_ex.extend(partial)
+        stats["train_partial"] = dict(counts)
     # synthetic examples of each split's own claims (validation examples only validate)
     for name, part, lists, offset, examples in (
         ("train", train_c, retrieved[: len(train_c)], 2, train_ex),

@@ -203,6 +203,10 @@ class TrainConfig(Section):
             premise and labelled by the rules, plus HoVer-like compositions of them
             (:func:`training.contrast.contrast_train_examples`).  Without them a verifier reads
             "not" as refutation and passes a claim with a name or a year changed.
+        partial: composed claims per train claim (0 = none) read one part's evidence at a time,
+            for a per-sentence verifier (:func:`training.compositional.partial_examples`): a
+            supported part's sentences are NOT ENOUGH INFO for the whole, a refuted part's
+            REFUTES.  Train claims only; validation keeps the single facts.
         seed: random seed for splits, sampling and initialisation.
         distill: a teacher file of soft targets (training/distill.py; "" = none): each example it
             scored is trained towards the teacher's probabilities as well as its label.  Hashed
@@ -248,6 +252,7 @@ class TrainConfig(Section):
     compositional: Float = Field(0.0, ge=0, le=20)
     bridge_share: Float = Field(0.5, ge=0, le=1)
     contrast: Float = Field(0.0, ge=0, le=1)
+    partial: Float = Field(0.0, ge=0, le=5)
     base_train: dict[StrictStr, object] = Field(default_factory=dict)
     distill: Str = ""
     distill_weight: Float = Field(0.5, ge=0, le=1)
@@ -259,6 +264,7 @@ class TrainConfig(Section):
         "compositional": 0.0,
         "bridge_share": 0.5,
         "contrast": 0.0,
+        "partial": 0.0,
         "base_train": {},
         "precision": "float32",
         "batching": "shuffled",  # the default until length batches were adopted

@@ -18,7 +18,8 @@ Issue 54 made the fast graph build the code default (``graal.parse: tagger``, ``
 words``; no config set the former defaults, ``full`` and ``minilm``) and added ``dense.index_memory_gb``;
 it later moved ``dense.ivf_nprobe``'s default from 32 to 64 (no config set it).  Issue 52 added
 ``train.contrast`` (contrast claims in a verifier's training data), 1 in ``joint.yaml``, and
-``train.batching``, whose default became ``by_length``; the joint and mpnet overlays keep ``shuffled``.
+``train.batching``, whose default became ``by_length``; the joint and mpnet overlays keep ``shuffled``;
+and ``train.partial`` (composed claims read one part's evidence at a time), off in every config.
 """
 
 from __future__ import annotations
@@ -224,6 +225,7 @@ def test_each_former_config_resolves_to_its_snapshot(name: str, monkeypatch) -> 
     decision = resolved["verifier"].pop("decision")
     assert resolved["dense"].pop("index_memory_gb") == 3.0
     assert resolved["train"].pop("contrast") == (1.0 if "joint" in name else 0.0)
+    assert resolved["train"].pop("partial") == 0.0  # added later, off in every config
     # added later; "by_length" became the default after, and the joint and mpnet recipes keep
     # "shuffled", the batches they were judged with, for their own training, the verifier they
     # continue from and the mpnet verifier of the mix

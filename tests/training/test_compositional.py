@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 
 import pytest
 
 from garag.store import SentenceStore, build_store
 from garag.types import Label, SentenceId
-from training.compositional import Part, compose_examples, compose_label, join_claims
+from training.compositional import Part, compose_examples, compose_label, join_claims, partial_examples
 from training.data import TrainClaim
 
 N_PAGES = 24
@@ -113,3 +114,31 @@ def test_supports_share_controls_the_label_mix(world):
     assert all(c.example.label is Label.SUPPORTS for c in only_s)
     no_s, _ = compose_examples(claims, retrieved, store, n=30, top_k=8, seed=2, supports_share=0.0)
     assert all(c.example.label is not Label.SUPPORTS for c in no_s)
+
+
+def test_partial_examples_read_one_parts_evidence_and_are_never_supports(world):
+    claims, _, store = world
+    by_page = {c.evidence[0].page: c for c in claims}
+    examples, counts = partial_examples(claims, store, n=60, seed=3, bridge_share=0.5)
+    assert counts["claims"] == 60 and counts["bridge"] > 0 and counts["conjunction"] > 0
+    groups = [list(g) for _, g in itertools.groupby(examples, key=lambda ex: ex.claim_id)]  # in order made
+    assert len(groups) == 60
+    refuted_claims = 0
+    for group in groups:
+        parts = [by_page[ex.evidence[0].sentence.page] for ex in group]
+        assert 2 <= len(parts) <= 3 and len({p.id for p in parts}) == len(parts)  # one example per part
+        assert {ex.claim for ex in group} == {join_claims([p.text for p in parts])}
+        for ex, part in zip(group, parts, strict=True):
+            assert [e.sentence for e in ex.evidence] == list(part.evidence[:2]) and all(
+                e.text for e in ex.evidence
+            )
+            # a refuted part refutes the whole; a supported part's evidence says nothing of the others
+            assert ex.label is (Label.REFUTES if part.label is Label.REFUTES else Label.NOT_ENOUGH_INFO)
+        refuted_claims += any(p.label is Label.REFUTES for p in parts)
+    assert 25 <= refuted_claims < 60  # half get a refuted part; a chain's later links may be refuted too
+    again, _ = partial_examples(claims, store, n=60, seed=3, bridge_share=0.5)
+    assert again == examples
+    none, counts = partial_examples(claims[:2], store, n=5, seed=1)
+    assert none == [] and counts["skipped_too_few_claims"] == 5
+    with pytest.raises(ValueError, match="parts must be >= 2"):
+        partial_examples(claims, store, n=1, seed=1, parts=(1, 2))
