@@ -99,9 +99,10 @@ def _linear_warmup_decay(step: int, warmup: int, total: int) -> float:
 
 
 def _with_new_head(auto_model: Any, base_model: str, overrides: dict | None) -> Any:  # noqa: ANN401
-    """The base model with a new 3-way head, said in one line: transformers' own load report (a
-    warning table of the head's "MISSING" weights and the encoder's unused pooler) is for surprises,
-    and a new head is none.  Any other weight left out is still a warning, named."""
+    """The base model with a 3-way head (new, or its own where it is a classifier already), said in
+    one line: transformers' own load report (a warning table of the head's "MISSING" weights and the
+    encoder's unused pooler) is for surprises, and a new head is none.  Any other weight left out is
+    still a warning, named."""
     quiet = logging.getLogger("transformers")
     level = quiet.level
     quiet.setLevel(logging.ERROR)
@@ -120,13 +121,17 @@ def _with_new_head(auto_model: Any, base_model: str, overrides: dict | None) -> 
     head = [k for k in missing if k.split(".")[0] in HEAD_PREFIXES]
     if other := [k for k in missing if k not in head] + sorted(info.get("mismatched_keys", ())):
         logger.warning("%s: weights not in the checkpoint, initialised at random: %s", base_model, other)
-    logger.info(
-        "%s: a new %d-way classification head (%d weights initialised); %d checkpoint weights unused",
-        base_model,
-        len(LABEL_ORDER),
-        len(head),
-        len(info.get("unexpected_keys", ())),
-    )
+    unused = len(info.get("unexpected_keys", ()))
+    if head:
+        logger.info(
+            "%s: a new %d-way classification head (%d weights initialised); %d checkpoint weights unused",
+            base_model,
+            len(LABEL_ORDER),
+            len(head),
+            unused,
+        )
+    else:  # a classifier already (the joint recipe continues from garag's verifier)
+        logger.info("%s: its classification head kept; %d checkpoint weights unused", base_model, unused)
     return model
 
 

@@ -399,6 +399,10 @@ def test_a_new_head_is_one_line_and_any_other_missing_weight_a_warning(
 
     (said,) = load(tiny_base)
     assert said.levelname == "INFO"
+    classifier = tmp_path / "classifier"  # a classifier already: its head is kept, not new
+    _with_new_head(AutoModelForSequenceClassification, str(tiny_base), None).save_pretrained(classifier)
+    (kept,) = load(classifier)
+    assert kept.getMessage() == f"{classifier}: its classification head kept; 0 checkpoint weights unused"
     assert (
         "a new 3-way classification head (2 weights initialised); 0 checkpoint weights unused"
         in said.getMessage()
