@@ -120,6 +120,30 @@ class _BridgeIndex:
         return out
 
 
+@dataclass(frozen=True)
+class _Pools:
+    """The claims a composition may use (indices into the claims), their main pages, and the bridges."""
+
+    usable: list[int]  # SUPPORTS or REFUTES, with evidence
+    supports: list[int]
+    refutes: list[int]
+    main_pages: list[str]
+    bridges: _BridgeIndex
+
+    @classmethod
+    def of(cls, claims: Sequence, most_parts: int) -> _Pools | None:
+        """None when there are too few claims for a composition of ``most_parts``."""
+        usable = [
+            i for i, c in enumerate(claims) if c.evidence and c.label in (Label.SUPPORTS, Label.REFUTES)
+        ]
+        supports = [i for i in usable if claims[i].label is Label.SUPPORTS]
+        refutes = [i for i in usable if claims[i].label is Label.REFUTES]
+        if len(supports) < most_parts or not refutes:
+            return None
+        main_pages = [_main_page(c.evidence) if c.evidence else "" for c in claims]
+        return cls(usable, supports, refutes, main_pages, _BridgeIndex(claims, main_pages))
+
+
 def compose_examples(
     claims: Sequence,
     retrieved: Sequence[Sequence[SentenceId]],
@@ -155,16 +179,13 @@ def compose_examples(
         raise ValueError(f"parts must be >= 2, got {list(parts)}")
     if max(parts) > top_k:
         raise ValueError(f"top_k {top_k} cannot hold one sentence for each of {max(parts)} parts")
+    pools = _Pools.of(claims, max(parts))
+    if pools is None:
+        return [], Counter({"skipped_too_few_claims": n})
+    usable, supports, refutes = pools.usable, pools.supports, pools.refutes
+    main_pages, bridges = pools.main_pages, pools.bridges
     rng = random.Random(seed)
-    usable = [i for i, c in enumerate(claims) if c.evidence and c.label in (Label.SUPPORTS, Label.REFUTES)]
-    supports = [i for i in usable if claims[i].label is Label.SUPPORTS]
-    refutes = [i for i in usable if claims[i].label is Label.REFUTES]
     counts: Counter = Counter()
-    if len(supports) < max(parts) or not refutes:
-        counts["skipped_too_few_claims"] = n
-        return [], counts
-    main_pages = [_main_page(c.evidence) if c.evidence else "" for c in claims]
-    bridges = _BridgeIndex(claims, main_pages)
     texts: dict[SentenceId, str] = {}
     out: list[ComposedExample] = []
     attempts = 0
@@ -331,16 +352,11 @@ def partial_examples(
     """
     if not parts or min(parts) < 2:
         raise ValueError(f"parts must be >= 2, got {list(parts)}")
-    rng = random.Random(seed)
-    usable = [i for i, c in enumerate(claims) if c.evidence and c.label in (Label.SUPPORTS, Label.REFUTES)]
-    supports = [i for i in usable if claims[i].label is Label.SUPPORTS]
-    refutes = [i for i in usable if claims[i].label is Label.REFUTES]
-    counts: Counter = Counter()
-    if len(supports) < max(parts) or not refutes:
-        counts["skipped_too_few_claims"] = n
-        return [], counts
-    main_pages = [_main_page(c.evidence) if c.evidence else "" for c in claims]
-    bridges = _BridgeIndex(claims, main_pages)
+    pools = _Pools.of(claims, max(parts))
+    if pools is None:
+        return [], Counter({"skipped_too_few_claims": n})
+    supports, main_pages = pools.supports, pools.main_pages
+    rng, counts = random.Random(seed), Counter()
     texts: dict[SentenceId, str] = {}
     out: list[TrainExample] = []
     made = 0
@@ -348,7 +364,11 @@ def partial_examples(
         if made >= n:
             break
         k = rng.choice(list(parts))
-        chain = _bridge_chain(rng, k, supports, bridges, main_pages) if rng.random() < bridge_share else None
+        chain = (
+            _bridge_chain(rng, k, supports, pools.bridges, main_pages)
+            if rng.random() < bridge_share
+            else None
+        )
         idx = list(chain or _random_parts(rng, k, supports, main_pages) or [])
         if not idx:
             counts["skipped_no_parts"] += 1
@@ -356,7 +376,7 @@ def partial_examples(
         if rng.random() < 0.5:  # one part refuted, about a page no other part is about
             pos = rng.randrange(k)
             pages = {main_pages[j] for p, j in enumerate(idx) if p != pos}
-            options = [j for j in refutes if main_pages[j] not in pages]
+            options = [j for j in pools.refutes if main_pages[j] not in pages]
             if not options:
                 counts["skipped_no_refuted_part"] += 1
                 continue
