@@ -18,6 +18,7 @@ from garag.config import ConfigError, load_config
 from garag.errors import InputError
 
 logger = logging.getLogger("garag")
+VERBOSE_HELP = "garag's debug messages and other libraries' info messages"
 
 
 def _add_common(p: argparse.ArgumentParser) -> None:
@@ -47,12 +48,7 @@ def _add_common(p: argparse.ArgumentParser) -> None:
         help="remove the pages this file names (one page id per line) from the corpus (repeatable)",
     )  # fmt: skip
     p.add_argument("--no-progress", action="store_true", help="hide progress bars")
-    p.add_argument(
-        "-v",
-        "--verbose",
-        action="store_true",
-        help="garag's debug messages and other libraries' info messages",
-    )
+    p.add_argument("-v", "--verbose", action="store_true", help=VERBOSE_HELP)
     p.add_argument("--debug", action="store_true", help="show the traceback of an error")
 
 
@@ -200,12 +196,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="override a value in every config, or with NAME: in the config of that name "
                    "(repeatable)")  # fmt: skip
     p.add_argument("--no-progress", action="store_true", help="hide progress bars")
-    p.add_argument(
-        "-v",
-        "--verbose",
-        action="store_true",
-        help="garag's debug messages and other libraries' info messages",
-    )
+    p.add_argument("-v", "--verbose", action="store_true", help=VERBOSE_HELP)
     p.add_argument("--debug", action="store_true", help="show the traceback of an error")
     p.set_defaults(config=None)
 
@@ -266,12 +257,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="[NAME:]KEY=VALUE",
                    help="override a value in every config, or with NAME: in the config of that name "
                    "(repeatable)")  # fmt: skip
-    p.add_argument(
-        "-v",
-        "--verbose",
-        action="store_true",
-        help="garag's debug messages and other libraries' info messages",
-    )
+    p.add_argument("-v", "--verbose", action="store_true", help=VERBOSE_HELP)
     p.add_argument("--debug", action="store_true", help="show the traceback of an error")
     p.set_defaults(config=None, no_progress=True)
 
