@@ -77,6 +77,8 @@ def test_history_is_listed_searched_opened_and_exported(browser, service, tmp_pa
         pg = ctx.new_page()
         errors: list[str] = []
         pg.on("pageerror", lambda e: errors.append(str(e)))
+        listed: list[str] = []  # the list's requests: the tab's, then the search's, and no more
+        pg.on("request", lambda r: listed.append(r.url) if "/v1/history?" in r.url else None)
         pg.goto(server.url + "/")
         pg.click("#tab-history")
         rows = pg.locator("#history-table tbody tr")
@@ -89,6 +91,9 @@ def test_history_is_listed_searched_opened_and_exported(browser, service, tmp_pa
         detail = pg.locator("#history-detail")
         sync_api.expect(detail.locator("article.result ol.evidence li")).to_have_count(3)
         assert detail.locator(".claim-text").first.inner_text() == claims[2]
+        # Leaving the text box (the click above) does not list again: a second listing could
+        # replace the row between the press and the release of the click, which then opens nothing.
+        assert len(listed) == 2 and "q=liverpool" in listed[1]
         with pg.expect_download() as download:
             pg.click("#h-export-jsonl")
         lines = [json.loads(x) for x in open(download.value.path(), encoding="utf-8").read().splitlines()]

@@ -2,7 +2,7 @@
 // Uses app.js's el, $, api, keyHeaders, labelBadge and renderResult; every string goes in as text.
 "use strict";
 
-const historyState = { page: 1, pages: 1, seq: 0, timer: null };
+const historyState = { page: 1, pages: 1, seq: 0, openSeq: 0, timer: null };
 
 function historyParams() {
   const params = new URLSearchParams();
@@ -47,13 +47,15 @@ async function loadHistory() {
 
 async function openHistory(id) {
   const box = $("history-detail");
+  const seq = ++historyState.openSeq; // the entry clicked last is the one shown
   let h;
   try {
     h = await api(`/v1/history/${encodeURIComponent(id)}`);
   } catch (e) {
-    box.replaceChildren(el("p", { class: "error", text: e.message }));
+    if (seq === historyState.openSeq) box.replaceChildren(el("p", { class: "error", text: e.message }));
     return;
   }
+  if (seq !== historyState.openSeq) return;
   const del = el("button", { type: "button", id: "h-delete", onclick: async () => {
     const res = await fetch(`/v1/history/${encodeURIComponent(id)}`, { method: "DELETE", headers: keyHeaders() });
     if (res.ok) {
@@ -91,7 +93,10 @@ async function exportHistory(format) {
 document.addEventListener("DOMContentLoaded", () => {
   const reload = () => { historyState.page = 1; loadHistory(); };
   $("tab-history").addEventListener("click", reload);
-  $("history-filters").addEventListener("change", reload);
+  // The text box reloads as it is typed in (below); its change event, fired when it loses focus,
+  // would reload the list again, and a click on a row that moves the focus could land on a row
+  // replaced between the press and the release, opening nothing.
+  $("history-filters").addEventListener("change", (e) => { if (e.target.id !== "h-q") reload(); });
   $("history-filters").addEventListener("submit", (e) => { e.preventDefault(); reload(); });
   $("h-q").addEventListener("input", () => {
     clearTimeout(historyState.timer);
