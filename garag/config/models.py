@@ -43,12 +43,12 @@ class VerifierConfig(Section):
         batch_size: pairs per forward pass.
         device: "auto", "cpu" or "cuda".
         precision: the weights and arithmetic at inference: "float32" (the default) or "bfloat16",
-            2-2.7x as fast on CPUs with bfloat16 instructions (AMX or AVX512-BF16; 2 cores here:
-            MiniLM-L6 2.1x, all-mpnet-base-v2 2.5x, joint verifiers at 320 tokens 2.6-2.7x) at a
-            small cost in precision (probabilities within 0.022; docs/results-history.md);
-            slower than float32 on CPUs without them.  It does not touch training (that is
-            ``train.precision``); the NEI calibration and claim aggregator fitted after training
-            always score in float32.
+            2-2.7x as fast on CPUs with AMX (2 such cores: MiniLM-L6 2.1x, all-mpnet-base-v2 2.5x,
+            joint verifiers at 320 tokens 2.6-2.7x) at a small cost in precision (probabilities
+            within 0.022; docs/results-history.md); slower than float32 without AMX, AVX512-BF16
+            included (all-mpnet-base-v2 0.67x on 2 such cores; docs/training.md).  It does not
+            touch training (that is ``train.precision``); the NEI calibration and claim aggregator
+            fitted after training always score in float32.
         decision: how the claim's label is reached: "auto" (the default) = the decision model fitted
             beside garag's trained verifier (verifier/decision.py; beside another checkpoint only where
             its folder has one, else the verifier's own label); "learned" = that model, an error where

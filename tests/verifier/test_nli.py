@@ -282,8 +282,8 @@ def test_bfloat16_precision_gives_the_float32_verdicts_closely(
     assert [v.scores for v in again.verify_batch(claims, evidence)] == [v.scores for v in full]
 
 
-def test_cpu_has_bf16_reads_the_flags(tmp_path: Path) -> None:
-    from verifier.nli import cpu_has_bf16
+def test_cpu_has_amx_bf16_reads_the_flags(tmp_path: Path) -> None:
+    from verifier.nli import cpu_has_amx_bf16
 
     amx = tmp_path / "amx"
     amx.write_text("processor\t: 0\nflags\t\t: fpu sse avx2 avx512f amx_bf16 amx_tile\n\nprocessor\t: 1\n")
@@ -293,8 +293,8 @@ def test_cpu_has_bf16_reads_the_flags(tmp_path: Path) -> None:
     bf16.write_text("flags : avx512f avx512_bf16\n")
     no_flags = tmp_path / "arm"
     no_flags.write_text("processor : 0\nFeatures : fp asimd\n")
-    assert cpu_has_bf16(str(amx)) is True
-    assert cpu_has_bf16(str(bf16)) is True
-    assert cpu_has_bf16(str(avx2)) is False
-    assert cpu_has_bf16(str(no_flags)) is None
-    assert cpu_has_bf16(str(tmp_path / "missing")) is None
+    assert cpu_has_amx_bf16(str(amx)) is True
+    assert cpu_has_amx_bf16(str(bf16)) is False  # AVX512-BF16 alone: slower than float32
+    assert cpu_has_amx_bf16(str(avx2)) is False
+    assert cpu_has_amx_bf16(str(no_flags)) is None
+    assert cpu_has_amx_bf16(str(tmp_path / "missing")) is None
