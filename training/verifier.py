@@ -412,6 +412,26 @@ def fit_verifier_decision(
     return fit_decision_model(config, model_dir, val_c, retrieved, pipe.store, progress, memories)
 
 
+def layer_overrides(base: str, layers: int, name: str = "") -> dict | None:
+    """``train.layers`` as the config override of the base model at ``base`` (None: keep every
+    layer); ``name``: how the user named it (``train.base_model``), for the error.
+
+    Raises:
+        ValueError: more layers than the backbone has.
+    """
+    if not layers:
+        return None
+    from transformers import AutoConfig
+
+    have = AutoConfig.from_pretrained(base).num_hidden_layers
+    if layers > have:
+        raise ValueError(
+            f"train.layers: {layers}, but train.base_model {name or base} has {have} layers; "
+            f"set at most {have}, or 0 for all"
+        )
+    return {"num_hidden_layers": layers}
+
+
 def train_from_fever(config: Config, out_dir: Path, progress: bool = True) -> dict:
     """Build the training data, fine-tune, calibrate the NEI bias on validation, write ``meta.json``."""
     started = time.time()
@@ -421,14 +441,23 @@ def train_from_fever(config: Config, out_dir: Path, progress: bool = True) -> di
         raise ValueError(
             f"{teacher.path} changed since the verifier's folder {out_dir.name} was named: run again"
         )
+    base = _resolve_base(config, progress)
+    # a train.layers the backbone cannot give is refused before the examples' minutes
+    overrides = layer_overrides(base, config.train.layers, config.train.base_model)
     train_ex, val_ex, stats = prepare_examples(config, progress)
     logger.info("verifier data: %s", stats)
     targets, distill = _soft_targets(config, train_ex, teacher)
-    base = _resolve_base(config, progress)
     # no soft targets (no teacher for this recipe, or none of its rows matched): the labels alone
     train_config = config.train if targets is not None else config.train.model_copy(update={"distill": ""})
     result = train_verifier(
-        train_ex, val_ex, train_config, base, out_dir, progress=progress, soft_targets=targets
+        train_ex,
+        val_ex,
+        train_config,
+        base,
+        out_dir,
+        progress=progress,
+        soft_targets=targets,
+        model_overrides=overrides,
     )
     # the aggregator's pairs (each validation claim against its retrieved sentences) are read again
     # by the decision model: one pool of scored pairs serves the three

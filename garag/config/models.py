@@ -228,6 +228,10 @@ class TrainConfig(Section):
             the time, and over two seeds the verifiers tie on the tune parts (docs/training.md).
             "shuffled" was the default before; a verifier trained with it keeps its folder name,
             and the recipes judged with it (joint, mpnet, mix) still set it.
+        layers: 0 (the default) = every encoder layer of the backbone; N = its first N layers only,
+            the rest dropped before fine-tuning (Sajjad et al., 2023, "On the effect of dropping
+            layers of pre-trained transformer models"): training and every verdict cost about
+            N / all of the full model's time.  At most the backbone's own number of layers.
     """
 
     section: ClassVar[str] = "train"
@@ -259,6 +263,7 @@ class TrainConfig(Section):
     distill_temperature: Float = Field(1.0, gt=0, le=20)
     precision: Literal["float32", "bfloat16"] = "float32"
     batching: Literal["shuffled", "by_length"] = "by_length"
+    layers: Int = Field(0, ge=0, le=1000)
 
     HASH_OPTIONAL: ClassVar[dict[str, object]] = {
         "compositional": 0.0,
@@ -268,6 +273,7 @@ class TrainConfig(Section):
         "base_train": {},
         "precision": "float32",
         "batching": "shuffled",  # the default until length batches were adopted
+        "layers": 0,
     }
     # hashed by training/verifier.py where a teacher applies: the file by its content, not its path
     NOT_HASHED: ClassVar[frozenset[str]] = frozenset({"distill", "distill_weight", "distill_temperature"})

@@ -226,6 +226,7 @@ def test_each_former_config_resolves_to_its_snapshot(name: str, monkeypatch) -> 
     assert resolved["dense"].pop("index_memory_gb") == 3.0
     assert resolved["train"].pop("contrast") == (1.0 if "joint" in name else 0.0)
     assert resolved["train"].pop("partial") == 0.0  # added later, off in every config
+    assert resolved["train"].pop("layers") == 0  # added later: every layer in every config
     # added later; "by_length" became the default after, and the joint and mpnet recipes keep
     # "shuffled", the batches they were judged with, for their own training, the verifier they
     # continue from and the mpnet verifier of the mix

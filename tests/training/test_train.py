@@ -416,3 +416,47 @@ def test_a_new_head_is_one_line_and_any_other_missing_weight_a_warning(
     warning, info = load(damaged)
     assert warning.levelname == "WARNING" and "encoder.layer.0.output.dense.weight" in warning.getMessage()
     assert "initialised at random" in warning.getMessage() and info.levelname == "INFO"
+
+
+def test_train_layers_keeps_the_backbones_first_layers_only(
+    tiny_base: Path, tmp_path: Path, toy_data, toy_config
+) -> None:
+    """``train.layers``: the first N encoder layers of the backbone, fine-tuned and saved as an
+    N-layer model; more than it has is refused in one line; the default names no other folder."""
+    from safetensors.torch import load_file
+    from transformers import AutoConfig, BertModel
+
+    from garag.config import load_config
+    from training.verifier import layer_overrides
+    from verifier.trained import verifier_artifact_dir
+
+    two = tmp_path / "two-layers"
+    config = AutoConfig.from_pretrained(tiny_base)
+    config.num_hidden_layers = 2
+    torch.manual_seed(1)
+    BertModel(config).save_pretrained(two)
+    for name in ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "special_tokens_map.json"):
+        if (tiny_base / name).is_file():
+            (two / name).write_bytes((tiny_base / name).read_bytes())
+    assert layer_overrides(str(two), 0) is None
+    assert layer_overrides(str(two), 2) == {"num_hidden_layers": 2}
+    refused = r"^train\.layers: 3, but train\.base_model two has 2 layers; set at most 2"
+    with pytest.raises(ValueError, match=refused):
+        layer_overrides(str(two), 3, "two")
+
+    train, val = toy_data
+    result = train_verifier(
+        train, val, toy_config(), str(two), tmp_path / "out", progress=False,
+        model_overrides=layer_overrides(str(two), 1),
+    )  # fmt: skip
+    assert json.loads((result.model_dir / "config.json").read_text())["num_hidden_layers"] == 1
+    weights = _weights(result.model_dir)
+    layers = {k.split("encoder.layer.")[1].split(".")[0] for k in weights if "encoder.layer." in k}
+    assert layers == {"0"}
+    base = load_file(str(two / "model.safetensors"))
+    assert any(k.startswith("encoder.layer.1.") for k in base)  # the dropped layer was there
+    assert result.best_val["accuracy"] >= 11 / 12  # one layer of two still learns the toy task
+
+    default = verifier_artifact_dir(load_config()).name
+    assert verifier_artifact_dir(load_config(None, ["train.layers=0"])).name == default
+    assert verifier_artifact_dir(load_config(None, ["train.layers=6"])).name != default
