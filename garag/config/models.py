@@ -230,8 +230,9 @@ class TrainConfig(Section):
             and the recipes judged with it (joint, mpnet, mix) still set it.
         layers: 0 (the default) = every encoder layer of the backbone; N = its first N layers only,
             the rest dropped before fine-tuning (Sajjad et al., 2023, "On the effect of dropping
-            layers of pre-trained transformer models"): training and every verdict cost about
-            N / all of the full model's time.  At most the backbone's own number of layers.
+            layers of pre-trained transformer models"): training and every verdict take a little
+            more than N / all of the full model's time (all-mpnet-base-v2, 6 of 12: 0.56-0.60).
+            At most the backbone's own number of layers.
     """
 
     section: ClassVar[str] = "train"
