@@ -424,7 +424,7 @@ def test_train_layers_keeps_the_backbones_first_layers_only(
     """``train.layers``: the first N encoder layers of the backbone, fine-tuned and saved as an
     N-layer model; more than it has is refused in one line; the default names no other folder."""
     from safetensors.torch import load_file
-    from transformers import AutoConfig, BertModel
+    from transformers import AutoConfig, AutoTokenizer, BertModel
 
     from garag.config import load_config
     from training.verifier import layer_overrides
@@ -435,9 +435,7 @@ def test_train_layers_keeps_the_backbones_first_layers_only(
     config.num_hidden_layers = 2
     torch.manual_seed(1)
     BertModel(config).save_pretrained(two)
-    for name in ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "special_tokens_map.json"):
-        if (tiny_base / name).is_file():
-            (two / name).write_bytes((tiny_base / name).read_bytes())
+    AutoTokenizer.from_pretrained(tiny_base).save_pretrained(two)
     assert layer_overrides(str(two), 0) is None
     assert layer_overrides(str(two), 2) == {"num_hidden_layers": 2}
     refused = r"^train\.layers: 3, but train\.base_model two has 2 layers; set at most 2"
