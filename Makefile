@@ -16,7 +16,7 @@ LLAMA_PIP_CACHE ?= $(HOME)/.cache/garag/pip-llama-cpp-x86-64-v3
 
 help:
 	@echo "make run    - set up the virtualenv (no LLM or test extras), build the indexes, run the main job on the embedded data"
-	@echo "make run READER=mpnet - the same job with an all-mpnet-base-v2 verifier trained here (its first 6 layers; slower, stronger on FEVER)"
+	@echo "make run READER=mpnet - the same job with an all-mpnet-base-v2 verifier trained here (its first 6 layers; about 80 min, stronger)"
 	@echo "make test   - set up the virtualenv and run the tests"
 	@echo "make fuzz   - the readers' property-based tests with new random inputs (make test draws fixed ones)"
 	@echo "make run-llm - the same comparison plus the local LLM verifier on LLM_SAMPLE FEVER claims (slow)"
