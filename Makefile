@@ -77,7 +77,7 @@ FEVER_SAMPLE ?= 0
 # length batches (mpnet.yaml's own recipe, 12 layers and 3 epochs, needs a GPU); results under
 # results/*-mpnet/.  docs/results.md has its time and numbers.
 READER ?=
-$(if $(filter-out mpnet,$(READER)),$(error READER=$(READER): the readers are mpnet, or none for MiniLM))
+$(if $(and $(filter run,$(MAKECMDGOALS)),$(filter-out mpnet,$(READER))),$(error READER=$(READER): the readers are mpnet, or none for MiniLM))
 READER_CONFIG = $(if $(READER),+configs/mpnet.yaml)
 READER_SETS = $(if $(READER),--set train.layers=6 --set train.epochs=1 --set train.batching=by_length)
 READER_RUN = $(if $(READER),-$(READER))
