@@ -157,9 +157,13 @@ def test_markup_in_claims_and_corpus_renders_as_text(page):
 
 def test_with_an_api_key_the_page_works_once_the_key_is_typed(browser, keyed_server):
     """Keyed mode: before a key the status says so and there are no configs; the key typed once is
-    kept for the tab, sent with every call (/v1/ready too), and the configs load without a reload."""
+    kept for the tab, sent with every call (/v1/ready too), and the configs load without a reload.
+    They are asked once per new key, and a claim verified while they are asked again is verified
+    with the boxes shown (the CI failure of c514c8f: the key box's change on blur emptied them)."""
     ctx = browser.new_context()
     pg = ctx.new_page()
+    asked = []
+    pg.on("request", lambda r: asked.append(r.url) if r.url.endswith("/v1/configs") else None)
     pg.goto(keyed_server.url + "/")
     sync_api.expect(pg.locator("#status")).to_have_text("API key needed", timeout=30_000)
     sync_api.expect(pg.locator("input.cfg")).to_have_count(0)
@@ -171,9 +175,27 @@ def test_with_an_api_key_the_page_works_once_the_key_is_typed(browser, keyed_ser
     sync_api.expect(pg.locator("#status")).to_have_text("ready", timeout=30_000)
     sync_api.expect(pg.locator("input.cfg")).to_have_count(1)
     assert pg.evaluate("() => sessionStorage.getItem('garag-key')") == API_KEY
-    verify(pg, "The Beatles were formed in Liverpool.")
+    before = len(asked)  # on load, then each tab's with the wrong key and with the right one
+    verify(pg, "The Beatles were formed in Liverpool.")  # the key box loses the focus: no new ask
     badge = pg.locator("article.result[data-config=baseline] .verdict .badge")
     sync_api.expect(badge).to_have_count(1)
+    assert len(asked) == before
+    held = []
+    pg.route("**/v1/configs", lambda route: held.append(route))
+    for n, tick in ((1, True), (2, False)):
+        pg.evaluate("() => { loadConfigs(); }")  # asked again, the answer held back
+        if tick:
+            verify(pg, "The Beatles were formed in Liverpool.")
+            sync_api.expect(badge).to_have_count(1)
+        pg.set_checked("#cfg-baseline", tick)
+        for _ in range(100):
+            if len(held) == n:
+                break
+            pg.wait_for_timeout(50)
+        assert len(held) == n
+        held[-1].continue_()
+        sync_api.expect(pg.locator("#cfg-baseline")).to_be_checked(checked=tick)  # as ticked
+    pg.unroute("**/v1/configs")
     pg.reload()  # the key stays for the tab
     sync_api.expect(pg.locator("#status")).to_have_text("ready", timeout=30_000)
     sync_api.expect(pg.locator("input.cfg")).to_have_count(1)

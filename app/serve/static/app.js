@@ -84,23 +84,26 @@ async function refreshStatus() {
 
 // -- verify -------------------------------------------------------------------------------------
 
+// The boxes shown stay until the answer is in (a claim verified meanwhile uses them), keep what was
+// ticked, and only the latest call's answer is shown.
 async function loadConfigs() {
   const box = $("configs");
-  box.replaceChildren();
+  const seq = (state.configsSeq = (state.configsSeq || 0) + 1);
+  let items;
   try {
     const data = await api("/v1/configs");
+    if (seq !== state.configsSeq) return;
     state.configs = data.configs;
-    for (const c of data.configs) {
-      const id = "cfg-" + c.name;
-      box.append(
-        el("label", { title: `${c.mode} mode, ${c.verifier} verifier${c.llm_judge !== "never" ? ` + LLM judge (${c.llm_judge})` : ""}, ${c.retrievers.join(" + ")}` },
-          el("input", { type: "checkbox", id, value: c.name, checked: true, class: "cfg" }),
-          ` ${c.name} `, el("small", { text: `(${c.mode})` }))
-      );
-    }
+    const ticked = new Map([...box.querySelectorAll("input.cfg")].map((x) => [x.value, x.checked]));
+    items = data.configs.map((c) =>
+      el("label", { title: `${c.mode} mode, ${c.verifier} verifier${c.llm_judge !== "never" ? ` + LLM judge (${c.llm_judge})` : ""}, ${c.retrievers.join(" + ")}` },
+        el("input", { type: "checkbox", id: "cfg-" + c.name, value: c.name, checked: ticked.get(c.name) ?? true, class: "cfg" }),
+        ` ${c.name} `, el("small", { text: `(${c.mode})` })));
   } catch (e) {
-    box.append(el("span", { class: "error", text: e.message }));
+    if (seq !== state.configsSeq) return;
+    items = [el("span", { class: "error", text: e.message })];
   }
+  box.replaceChildren(...items);
 }
 
 async function onVerify(ev) {
@@ -375,11 +378,13 @@ function showView(id) {
 document.addEventListener("DOMContentLoaded", () => {
   $("api-key").value = sessionStorage.getItem("garag-key") || "";
   $("api-key").addEventListener("change", () => {
-    // kept for this tab only; the status and the configs are asked again with it
+    // kept for this tab only; a key not yet tried (not the same one again when the box loses the
+    // focus) is announced as "garag-key", on which every tab asks again what it shows
+    if ($("api-key").value === sessionStorage.getItem("garag-key")) return;
     sessionStorage.setItem("garag-key", $("api-key").value);
-    refreshStatus();
-    loadConfigs();
+    document.dispatchEvent(new Event("garag-key"));
   });
+  document.addEventListener("garag-key", () => { refreshStatus(); loadConfigs(); });
   for (const t of document.querySelectorAll("button.tab")) t.addEventListener("click", () => showView(t.dataset.view));
   $("verify-form").addEventListener("submit", onVerify);
   $("run-select").addEventListener("change", () => openRun($("run-select").value));

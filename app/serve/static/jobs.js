@@ -276,6 +276,6 @@ document.addEventListener("DOMContentLoaded", () => {
     if (!jobs.configsLoaded) loadJobConfigs();
     loadJobs();
   });
-  $("api-key").addEventListener("change", () => { jobs.configsLoaded = false; });
+  document.addEventListener("garag-key", () => { jobs.configsLoaded = false; });
   if (location.hash === "#jobs") $("tab-jobs").click();
 });

@@ -119,7 +119,7 @@ document.addEventListener("DOMContentLoaded", () => {
   $("passage").addEventListener("input", count);
   count();
   $("tab-passage").addEventListener("click", loadPassageConfigs);
-  $("api-key").addEventListener("change", loadPassageConfigs);
+  document.addEventListener("garag-key", loadPassageConfigs);
   if (location.hash === "#passage") {
     showView("passage-view");
     loadPassageConfigs();
