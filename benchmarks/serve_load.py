@@ -42,6 +42,7 @@ from pathlib import Path
 import httpx
 
 from garag.config import load_config
+from garag.cpu import CPU, describe_cpu
 from garag.datasets import dataset_from_config
 from pipeline.verification import VerificationPipeline
 
@@ -190,7 +191,7 @@ def flood_markdown(r: dict) -> str:
     lines = [
         "# garag serve under a flood (benchmarks/serve_load.py --only-flood)",
         "",
-        f"`{r['command']}`; {r['machine']['cpus']} CPUs, Python {r['machine']['python']}; "
+        f"`{r['command']}`; {machine_text(r['machine'])}; "
         f"{r['dataset']} claims, server `--micro-batch {r['server']['micro_batch']} --max-queue "
         f"{r['server']['max_queue']}`. Requests and server on 127.0.0.1. After "
         f"{r['flood']['warmup_requests']} warm-up requests (concurrency 8), the same flood twice.",
@@ -352,7 +353,18 @@ def server_info(args: argparse.Namespace, load_seconds: float) -> dict:
 
 
 def machine() -> dict:
-    return {"cpus": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform()}
+    return {
+        "cpus": os.cpu_count(),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "cpu": describe_cpu().to_dict(),
+    }
+
+
+def machine_text(m: dict) -> str:
+    """``AMD EPYC, 2 CPUs, AVX2, Python 3.11.7`` (a result without ``cpu``: its CPU count only)."""
+    cpu = CPU.from_dict(m["cpu"]).line() if m.get("cpu") else f"{m['cpus']} CPUs"
+    return f"{cpu}, Python {m['python']}"
 
 
 def write_flood(
@@ -375,7 +387,7 @@ def markdown(r: dict) -> str:
     lines = [
         "# garag serve under load (benchmarks/serve_load.py)",
         "",
-        f"`{r['command']}`; {r['machine']['cpus']} CPUs, Python {r['machine']['python']}; "
+        f"`{r['command']}`; {machine_text(r['machine'])}; "
         f"{r['dataset']} claims, server `--micro-batch {r['server']['micro_batch']}`, "
         f"models loaded in {r['server']['load_seconds']} s. Requests and server on 127.0.0.1.",
         "",

@@ -513,7 +513,21 @@ def _score(run_dir: Path, n_resamples: int) -> tuple[dict, dict[str, Config]]:
     data = dataset_from_config(next(iter(configs.values())).data)
     wanted = {json.dumps(i) for i in identity["claim_ids"]}
     gold = [c for c in data.claims(ErrorPolicy(skip=True)) if json.dumps(c.id) in wanted]
-    return score_run(run_dir, identity, data, gold, configs, n_resamples=n_resamples), configs
+    metrics = score_run(run_dir, identity, data, gold, configs, n_resamples=n_resamples)
+    cpu = _recorded_cpu(run_dir / "env.json")
+    if cpu:
+        metrics["cpu"] = cpu  # the timings' machine, not the one re-scoring them
+    return metrics, configs
+
+
+def _recorded_cpu(env_path: Path) -> dict | None:
+    """The CPU ``env.json`` recorded (the last ``garag compare`` of the run); None where it has
+    none, or cannot be read: it only labels the timings."""
+    try:
+        cpu = json.loads(env_path.read_text(encoding="utf-8")).get("machine", {}).get("cpu")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return cpu if isinstance(cpu, dict) else None
 
 
 def _publish(run_dir: Path, metrics: dict, configs: dict[str, Config]) -> None:

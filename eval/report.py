@@ -8,6 +8,7 @@ from pathlib import Path
 from eval.verification_eval import macro_f1_ci_text, metrics_table
 from garag.artifacts import write_text_atomic
 from garag.config import Config
+from garag.cpu import CPU
 
 EXAMPLE_QUOTE = 220
 
@@ -259,6 +260,8 @@ def cost_table(metrics: Mapping) -> str:
                 else "; no LLM calls"
             )
         )
+    if metrics.get("cpu"):
+        notes.append(f"timed on {CPU.from_dict(metrics['cpu']).line()} (env.json)")
     return "\n".join(lines) + "\n\n" + "\n".join(f"- {n}" for n in notes) + "\n"
 
 

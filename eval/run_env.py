@@ -9,6 +9,7 @@ from importlib import metadata
 from pathlib import Path
 
 from garag.artifacts import file_sha256
+from garag.cpu import describe_cpu
 from garag.datasets import REPO_ROOT
 
 PACKAGES = (
@@ -84,7 +85,8 @@ def package_versions(names: tuple[str, ...] = PACKAGES) -> dict[str, str | None]
 
 
 def machine() -> dict:
-    """Platform, Python, CPU count and torch threads."""
+    """Platform, Python, CPU count, torch threads, and the CPU with its vector extensions
+    (:func:`garag.cpu.describe_cpu`)."""
     info = {
         "platform": platform.platform(),
         "machine": platform.machine(),
@@ -99,6 +101,7 @@ def machine() -> dict:
         info["cuda"] = bool(torch.cuda.is_available())
     except ImportError:  # pragma: no cover - torch is a dependency
         pass
+    info["cpu"] = describe_cpu().to_dict()  # after torch's import: its kernels' level is read from it
     return info
 
 

@@ -25,6 +25,7 @@ from tqdm import tqdm
 
 from garag.artifacts import file_checksums, read_meta, write_json_atomic
 from garag.config import Config
+from garag.cpu import describe_cpu
 from garag.datasets import fever
 from garag.errors import ErrorPolicy
 from garag.types import Label, SentenceId
@@ -488,6 +489,7 @@ def train_from_fever(config: Config, out_dir: Path, progress: bool = True) -> di
         "train_steps": result.steps,
         "train_seconds": result.seconds,
         "total_seconds": time.time() - started,
+        "cpu": describe_cpu().to_dict(),  # what trained it: AVX-512 and AVX2 kernels give other bytes
         "labels": [lab.value for lab in Label],
         # checked on every reuse; the aggregator and the decision are left out: they may be refitted,
         # and check themselves

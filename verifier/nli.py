@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from garag.config import VerifierConfig
+from garag.cpu import read_cpuinfo
 from garag.types import Evidence, Label, Verdict, unique_evidence
 from verifier.aggregate import aggregate_sentence_probs
 from verifier.base import MAX_PREDICTED_EVIDENCE
@@ -80,17 +81,8 @@ def cpu_has_amx_bf16(cpuinfo: str = "/proc/cpuinfo") -> bool | None:
     float32 (AVX512-BF16 alone does not: on 2 such cores without AMX all-mpnet-base-v2 read pairs
     at 0.67 times float32's speed and trained at 0.68 times; docs/training.md), from the flags in
     ``cpuinfo``; None where they cannot be read (not Linux)."""
-    try:
-        text = Path(cpuinfo).read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return None
-    flags = set()
-    for line in text.splitlines():
-        if line.startswith("flags"):
-            flags.update(line.partition(":")[2].split())
-    if not flags:
-        return None
-    return "amx_bf16" in flags
+    _, flags = read_cpuinfo(cpuinfo)
+    return None if flags is None else "amx_bf16" in flags
 
 
 class NLIVerifier:

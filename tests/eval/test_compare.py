@@ -381,3 +381,32 @@ def test_the_systems_of_a_comparison_answer_each_others_pairs_and_predict_the_sa
         assert [r["predicted_label"] for r in together] == [r["predicted_label"] for r in alone]
         for a, b in zip(alone, together, strict=True):
             assert b["scores"] == pytest.approx(a["scores"], abs=2e-4)  # rounded to 4 places
+
+
+def test_the_report_names_the_cpu_its_timings_ran_on_not_the_one_rescoring(setup, tmp_path):
+    from garag.cpu import CPU, describe_cpu
+
+    _, _, _, outcome, _ = setup
+    env = json.loads((outcome.run_dir / "env.json").read_text(encoding="utf-8"))
+    here = describe_cpu()
+    assert CPU.from_dict(env["machine"]["cpu"]) == here
+    report = (outcome.run_dir / "report.md").read_text(encoding="utf-8")
+    assert f"- timed on {here.line()} (env.json)" in report
+
+    elsewhere = tmp_path / "tiny"
+    shutil.copytree(outcome.run_dir, elsewhere)
+    env["machine"]["cpu"] = CPU(
+        model="Test CPU 9000", cpus=64, vector="avx512", flags=("avx2", "avx512f"),
+        torch_kernels="AVX512", limits={"ATEN_CPU_CAPABILITY": "avx2"},
+    ).to_dict()  # fmt: skip
+    (elsewhere / "env.json").write_text(json.dumps(env), encoding="utf-8")
+    assert rescore(elsewhere, n_resamples=500)["cpu"]["model"] == "Test CPU 9000"
+    report = (elsewhere / "report.md").read_text(encoding="utf-8")
+    assert (
+        "- timed on Test CPU 9000, 64 CPUs, AVX-512 (torch kernels AVX512), "
+        "held by ATEN_CPU_CAPABILITY=avx2 (env.json)" in report
+    )
+    del env["machine"]["cpu"]  # a run written before garag recorded it
+    (elsewhere / "env.json").write_text(json.dumps(env), encoding="utf-8")
+    assert "cpu" not in rescore(elsewhere, n_resamples=500)
+    assert "timed on" not in (elsewhere / "report.md").read_text(encoding="utf-8")
