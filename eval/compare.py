@@ -32,7 +32,7 @@ from typing import Any
 import yaml
 from tqdm import tqdm
 
-from eval.run_env import environment, file_sha256, tree_hashes
+from eval.run_env import ENV_FILE, environment, file_sha256, read_env, tree_hashes
 from eval.run_hash import run_config_hash
 from eval.verification_eval import (
     RETRIEVED_KEPT,
@@ -138,7 +138,7 @@ def default_run_id(dataset: str, systems: Sequence[System], sample: int | None, 
 RUN_OUTPUTS = (
     "predictions",
     "configs",
-    "env.json",
+    ENV_FILE,
     "metrics.json",
     "metrics.csv",
     "report.md",
@@ -396,10 +396,8 @@ def compare(
             "models": {},
         }
         written, resumed = {}, {}
-        env_path = run_dir / "env.json"
-        before = (
-            json.loads(env_path.read_text(encoding="utf-8")).get("models", {}) if env_path.is_file() else {}
-        )
+        env_path = run_dir / ENV_FILE
+        before = read_env(run_dir).get("models", {})
         pipelines = dict(pipelines or {})
         memories = PairMemories()  # the systems answer each other's NLI pairs where they read alike
         for s in systems:
@@ -513,20 +511,19 @@ def _score(run_dir: Path, n_resamples: int) -> tuple[dict, dict[str, Config]]:
     data = dataset_from_config(next(iter(configs.values())).data)
     wanted = {json.dumps(i) for i in identity["claim_ids"]}
     gold = [c for c in data.claims(ErrorPolicy(skip=True)) if json.dumps(c.id) in wanted]
-    metrics = score_run(run_dir, identity, data, gold, configs, n_resamples=n_resamples)
-    cpu = _recorded_cpu(run_dir / "env.json")
+    env = read_env(run_dir)
+    metrics = score_run(run_dir, identity, data, gold, configs, n_resamples=n_resamples, env=env)
+    cpu = _recorded_cpu(env)
     if cpu:
         metrics["cpu"] = cpu  # the timings' machine, not the one re-scoring them
     return metrics, configs
 
 
-def _recorded_cpu(env_path: Path) -> dict | None:
+def _recorded_cpu(env: dict) -> dict | None:
     """The CPU ``env.json`` recorded (the last ``garag compare`` of the run); None where it has
-    none, or cannot be read: it only labels the timings."""
-    try:
-        cpu = json.loads(env_path.read_text(encoding="utf-8")).get("machine", {}).get("cpu")
-    except (OSError, ValueError, AttributeError):
-        return None
+    none (a run written before garag recorded it)."""
+    machine = env.get("machine")
+    cpu = machine.get("cpu") if isinstance(machine, dict) else None
     return cpu if isinstance(cpu, dict) else None
 
 

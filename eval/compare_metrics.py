@@ -16,6 +16,7 @@ from pathlib import Path
 
 from eval.fever_score import FeverPrediction, claim_to_actual, hover_correct, is_strictly_correct
 from eval.garag_metrics import garag_metrics
+from eval.run_env import read_env
 from eval.significance import bootstrap_mean_ci, paired_comparison, paired_macro_f1
 from eval.slices import (
     GRAPH_RETRIEVER,
@@ -68,13 +69,9 @@ def _filtered(dataset: Dataset, ids: set[str]) -> Dataset:
     return dataclasses.replace(dataset, reader=read)
 
 
-def _open_store(run_dir: Path, name: str, config: Config):
+def _open_store(env: Mapping, name: str, config: Config):
     from garag.store import SentenceStore
 
-    env_path = run_dir / "env.json"
-    if not env_path.is_file():
-        return None
-    env = json.loads(env_path.read_text(encoding="utf-8"))
     store_dir = env.get("models", {}).get(name, {}).get("artifacts", {}).get("store")
     db = Path(config.paths.cache_dir) / str(store_dir) / "sentences.db" if store_dir else None
     return SentenceStore(db) if db is not None and db.is_file() else None
@@ -125,7 +122,7 @@ def _example(claim: Claim, records: Mapping[str, Mapping]) -> dict:
 
 def _system_metrics(
     run_dir: Path, name: str, config: Config, data: Dataset, claims: Sequence[Claim], recs: Sequence[dict],
-    seed: int, n_resamples: int, correct: Sequence[bool], strict: Sequence[bool],
+    seed: int, n_resamples: int, correct: Sequence[bool], strict: Sequence[bool], env: Mapping,
 ) -> dict:  # fmt: skip
     pred_dir = run_dir / "predictions"
     m = score_records(
@@ -139,7 +136,7 @@ def _system_metrics(
     m["attribution"] = attribute_gold(claims, recs)
     m["graph_only_claims"] = solved_only_by(claims, recs, GRAPH_RETRIEVER)
     m["hit_rate_curve"] = hit_rate_curve(claims, recs)
-    store = _open_store(run_dir, name, config)
+    store = _open_store(env, name, config)
     faithful = _faithful(pred_dir, name)
     judge = (lambda r, ids: bool(faithful.get(json.dumps(r["id"])))) if faithful is not None else None
     exists = (lambda s: store.get(s) is not None) if store is not None else (lambda s: True)
@@ -157,8 +154,15 @@ def score_run(
     gold: Sequence[Claim],
     configs: Mapping[str, Config],
     n_resamples: int = 10_000,
+    env: Mapping | None = None,
 ) -> dict:
-    """Every metric of a run, as one JSON-able dict (see ``eval.compare``)."""
+    """Every metric of a run, as one JSON-able dict (see ``eval.compare``); ``env``: the run's
+    ``env.json`` (:func:`eval.run_env.read_env`, read here where not given).
+
+    Raises:
+        ValueError: no claim has every system's prediction, or ``env.json`` is not a JSON object.
+    """
+    env = read_env(run_dir) if env is None else env
     seed = int(identity.get("seed") or 0)
     names = [s["name"] for s in identity["systems"]]
     pred_dir = run_dir / "predictions"
@@ -183,7 +187,7 @@ def score_run(
     hover = {n: [hover_record_correct(c, r) for c, r in zip(claims, recs[n], strict=True)] for n in names}
     per_system = {
         n: _system_metrics(
-            run_dir, n, configs[n], data, claims, recs[n], seed, n_resamples, correct[n], strict[n]
+            run_dir, n, configs[n], data, claims, recs[n], seed, n_resamples, correct[n], strict[n], env
         )
         for n in names
     }
@@ -235,14 +239,12 @@ def score_run(
         "paired": paired,
         "slices": slice_table(claims, correct, strict),
         "examples": examples,
-        "skipped_claims": _skipped(run_dir),
+        "skipped_claims": _skipped(env),
     }
 
 
-def _skipped(run_dir: Path) -> dict:
+def _skipped(env: Mapping) -> dict:
     """Claims skipped while reading (``data.skip_bad_lines``), as recorded in ``env.json``."""
-    env_path = run_dir / "env.json"
-    env = json.loads(env_path.read_text(encoding="utf-8")) if env_path.is_file() else {}
     return {"counts": env.get("skipped_claims", {}), "examples": env.get("skipped_examples", [])}
 
 

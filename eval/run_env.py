@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import platform
 import sys
@@ -28,6 +29,25 @@ PACKAGES = (
     "llama-cpp-python",
 )
 _MAX_HASH_BYTES = 4 << 30  # files above 4 GB are recorded by size only
+ENV_FILE = "env.json"
+
+
+def read_env(run_dir: str | Path) -> dict:
+    """A run's ``env.json`` ({} where the run has none yet).
+
+    Raises:
+        ValueError: the file is not a JSON object (one line naming it).
+    """
+    path = Path(run_dir) / ENV_FILE
+    if not path.is_file():
+        return {}
+    try:
+        env = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise ValueError(f"{path}: not readable as JSON ({e})") from None
+    if not isinstance(env, dict):
+        raise ValueError(f"{path}: expected a JSON object, found {type(env).__name__}")
+    return env
 
 
 def tree_hashes(path: str | Path) -> dict[str, str]:

@@ -9,6 +9,8 @@ reports print :meth:`CPU.line`.
 from __future__ import annotations
 
 import os
+import platform
+import sys
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -112,8 +114,6 @@ def widest_vector(flags: set[str] | None) -> str | None:
 
 def _torch_kernels() -> str | None:
     """torch's dispatch level, without importing torch where nothing has yet."""
-    import sys
-
     torch = sys.modules.get("torch")
     get = getattr(getattr(getattr(torch, "backends", None), "cpu", None), "get_cpu_capability", None)
     if get is None:
@@ -134,8 +134,6 @@ def _cpus() -> int | None:
 def describe_cpu(cpuinfo: str | Path = "/proc/cpuinfo") -> CPU:
     """This machine's CPU as :class:`CPU` (reads ``cpuinfo``, the environment and, where it is
     imported already, torch)."""
-    import platform
-
     model, flags = read_cpuinfo(cpuinfo)
     return CPU(
         model=model or platform.processor() or None,

@@ -410,3 +410,18 @@ def test_the_report_names_the_cpu_its_timings_ran_on_not_the_one_rescoring(setup
     (elsewhere / "env.json").write_text(json.dumps(env), encoding="utf-8")
     assert "cpu" not in rescore(elsewhere, n_resamples=500)
     assert "timed on" not in (elsewhere / "report.md").read_text(encoding="utf-8")
+
+
+def test_a_broken_env_json_is_named_in_one_line(setup, tmp_path):
+    _, _, _, outcome, _ = setup
+    broken = tmp_path / "broken"
+    shutil.copytree(outcome.run_dir, broken)
+    for text, why in (("{not json", "not readable as JSON"), ("[1, 2]", "expected a JSON object")):
+        (broken / "env.json").write_text(text, encoding="utf-8")
+        with pytest.raises(ValueError) as e:
+            rescore(broken, n_resamples=200)
+        assert str(e.value).startswith(f"{broken / 'env.json'}: {why}") and "\n" not in str(e.value)
+    (broken / "env.json").unlink()  # no env.json: scored, without the store check or the CPU line
+    metrics = rescore(broken, n_resamples=200)
+    assert "cpu" not in metrics
+    assert not any(m["explanations"]["existence_checked"] for m in metrics["per_system"].values())
