@@ -412,7 +412,7 @@ def test_the_report_names_the_cpu_its_timings_ran_on_not_the_one_rescoring(setup
     assert "timed on" not in (elsewhere / "report.md").read_text(encoding="utf-8")
 
 
-def test_a_broken_env_json_is_named_in_one_line(setup, tmp_path):
+def test_a_broken_env_json_is_named_in_one_line(setup, tmp_path, capsys):
     _, _, _, outcome, _ = setup
     broken = tmp_path / "broken"
     shutil.copytree(outcome.run_dir, broken)
@@ -421,6 +421,9 @@ def test_a_broken_env_json_is_named_in_one_line(setup, tmp_path):
         with pytest.raises(ValueError) as e:
             rescore(broken, n_resamples=200)
         assert str(e.value).startswith(f"{broken / 'env.json'}: {why}") and "\n" not in str(e.value)
+        assert main(["evaluate", "--run", str(broken)]) != 0
+        err = capsys.readouterr().err.strip()
+        assert err.count("\n") == 0 and str(broken / "env.json") in err and "Traceback" not in err
     (broken / "env.json").unlink()  # no env.json: scored, without the store check or the CPU line
     metrics = rescore(broken, n_resamples=200)
     assert "cpu" not in metrics
