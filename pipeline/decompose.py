@@ -30,8 +30,7 @@ from typing import Any
 import Stemmer
 
 from garag.config import DecompositionConfig
-from garag.lru import LRU
-from garag.nlp import load_spacy
+from garag.nlp import PARSES_KEPT, load_spacy, parse
 
 _QUESTION_FILLER = {"did", "does", "do", "is", "was", "are", "were", "the", "a", "an", "it", "true", "that"}
 _NON_ENTITY_TYPES = {"DATE", "TIME", "CARDINAL", "ORDINAL", "PERCENT", "MONEY", "QUANTITY"}
@@ -40,7 +39,12 @@ _SENTENCE_PUNCT = {",", ".", ";", ":", "!", "?"}
 _PATH_POS = {"VERB", "AUX", "ADP", "NOUN", "PROPN", "ADJ", "PART", "NUM"}
 _DROP_DEPS = {"relcl", "appos", "cc", "conj"}
 _STEMMER = Stemmer.Stemmer("english")
-PARSES_KEPT = 1024  # claims whose spaCy parse a RuleDecomposer keeps
+_CHUNK = PARSES_KEPT // 4  # claims parsed together by subclaims_batch: their parses are still kept
+
+
+def _normalise(claim: str) -> str:
+    """The claim as the decomposer reads it: runs of whitespace made one space, ends stripped."""
+    return re.sub(r"\s+", " ", claim).strip()
 
 
 def _dropped(tok: Any) -> bool:
@@ -98,7 +102,6 @@ class RuleDecomposer:
         self.config = config or DecompositionConfig()
         self._link = link
         self._nlp: Any = None
-        self._docs: LRU[str, Any] = LRU(PARSES_KEPT)
 
     def load(self) -> RuleDecomposer:
         """Load the spaCy pipeline (shared per process); idempotent."""
@@ -107,10 +110,19 @@ class RuleDecomposer:
         return self
 
     def _parse(self, text: str) -> Any:
-        """spaCy's parse of ``text`` (a pipeline asks for a claim's questions, simple facts and names:
-        it is parsed once while among the last :data:`PARSES_KEPT` texts; nothing changes a parse)."""
-        nlp = self.load()._nlp
-        return self._docs.values([text], lambda todo: [nlp(t) for t in todo])[0]
+        """spaCy's parse of ``text`` (a pipeline asks for a claim's questions, simple facts and names,
+        the decision model for its polarity and names: :func:`garag.nlp.parse` parses it once)."""
+        return parse([text], self.config.spacy_model)[0]
+
+    def subclaims_batch(self, claims: Sequence[str]) -> list[list[str]]:
+        """:meth:`subclaims` of each claim, the claims parsed together, :data:`_CHUNK` at a time (one
+        ``nlp.pipe`` per chunk instead of one call per claim)."""
+        out: list[list[str]] = []
+        for start in range(0, len(claims), _CHUNK):
+            chunk = claims[start : start + _CHUNK]
+            parse([t for t in map(_normalise, chunk) if t], self.config.spacy_model)
+            out += [self.subclaims(c) for c in chunk]
+        return out
 
     def decompose(self, claim: str) -> list[str]:
         """At most ``max_questions`` deduplicated yes/no subquestions; empty for a single simple fact.
@@ -120,7 +132,7 @@ class RuleDecomposer:
         """
         if not isinstance(claim, str):
             raise TypeError(f"claim: expected str, got {type(claim).__name__}")
-        claim = re.sub(r"\s+", " ", claim).strip()
+        claim = _normalise(claim)
         if not claim or self.config.max_questions == 0:
             return []
         doc = self._parse(claim)
@@ -139,7 +151,7 @@ class RuleDecomposer:
         ("B and C were not.", "X is co-.") or denies an apposition ("X, not Y") is dropped.
         Deduplicated by content words; empty for an empty claim.
         """
-        claim = re.sub(r"\s+", " ", claim).strip()
+        claim = _normalise(claim)
         if not claim:
             return []
         doc = self._parse(claim)

@@ -207,14 +207,18 @@ class VerificationPipeline:
             or NLIVerifier(cfg.verifier, self.model_path, self.pair_memories).load()
         )
         features = DecisionFeatures(nli.score_sentences, cfg.decomposition.spacy_model, cfg.verifier.top_k)
-        return Decider(model, features, self._subclaims())
+        return Decider(model, features, self._rule_decomposer().subclaims_batch)
 
     def _subclaims(self):  # noqa: ANN202 - str -> list[str]
-        """The rule decomposer's sub-claims: the pipeline's own decomposer where it is the rule one."""
+        """The rule decomposer's sub-claims of a claim."""
+        return self._rule_decomposer().subclaims
+
+    def _rule_decomposer(self):  # noqa: ANN202 - pipeline.decompose.RuleDecomposer
+        """The pipeline's own decomposer where it is the rule one, else a rule decomposer."""
         from pipeline.decompose import RuleDecomposer
 
         rule = self.decomposer if isinstance(self.decomposer, RuleDecomposer) else None
-        return (rule or RuleDecomposer(self.config.decomposition).load()).subclaims
+        return rule or RuleDecomposer(self.config.decomposition).load()
 
     def _llm(self) -> LLMClient:
         """The pipeline's LLM client, made and loaded on first use."""

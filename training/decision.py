@@ -164,8 +164,8 @@ def fit_decision_model(
     verdicts = verdicts_of(verifier, texts, evidence, progress)
     decomposer = RuleDecomposer(config.decomposition).load()
     cases = [
-        DecisionCase(t, tuple(ev), v, tuple(decomposer.subclaims(t)))
-        for t, ev, v in zip(texts, evidence, verdicts, strict=True)
+        DecisionCase(t, tuple(ev), v, tuple(ps))
+        for t, ev, v, ps in zip(texts, evidence, verdicts, decomposer.subclaims_batch(texts), strict=True)
     ]
     features, _ = DecisionFeatures(verifier.score_sentences, config.decomposition.spacy_model, top_k)(cases)
     gold = [lab for _, _, lab, _ in instances]

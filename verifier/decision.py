@@ -460,11 +460,15 @@ class Decider:
     Args:
         model: the fitted decision model.
         features: the feature maker (its scorer is the pipeline's NLI verifier).
-        parts: a claim's simple facts (the rule decomposer's sub-claims); None: the claim alone.
+        parts: claims -> each one's simple facts (the rule decomposer's sub-claims,
+            ``RuleDecomposer.subclaims_batch``); None: each claim alone.
     """
 
     def __init__(
-        self, model: DecisionModel, features: DecisionFeatures, parts: Callable[[str], list[str]] | None
+        self,
+        model: DecisionModel,
+        features: DecisionFeatures,
+        parts: Callable[[Sequence[str]], list[list[str]]] | None,
     ) -> None:
         self.model = model
         self.features = features
@@ -479,9 +483,10 @@ class Decider:
         two_way: bool,
     ) -> list[Verdict]:
         """The final verdicts of a batch; ``evidence[i]`` is what ``verdicts[i]`` rests on."""
+        parts = self.parts(claims) if self.parts else [[] for _ in claims]
         cases = [
-            DecisionCase(c, tuple(ev), v, tuple(self.parts(c)) if self.parts else ())
-            for c, ev, v in zip(claims, evidence, verdicts, strict=True)
+            DecisionCase(c, tuple(ev), v, tuple(ps))
+            for c, ev, v, ps in zip(claims, evidence, verdicts, parts, strict=True)
         ]
         if not cases:
             return []

@@ -108,14 +108,17 @@ def test_dedupe_and_normalise() -> None:
 
 
 def test_a_claim_is_parsed_once_for_its_questions_facts_and_names() -> None:
+    from garag import nlp
+
     counted = RuleDecomposer().load()
-    nlp, parsed = counted._nlp, []
-    counted._nlp = lambda text: parsed.append(text) or nlp(text)  # the real model, counted
-    claim = "Steven Spielberg, who founded DreamWorks, directed Jaws."
+    claim = "Steven Spielberg, who founded DreamWorks in its first year, directed Jaws."
+    memory = nlp._parses.setdefault(counted.config.spacy_model, nlp.LRU(nlp.PARSES_KEPT))
+    before = memory.computed
     got = (counted.decompose(claim), counted.subclaims(claim), counted.claim_entities(claim))
-    assert parsed == [claim]
-    fresh = RuleDecomposer().load()
+    assert memory.computed == before + 1  # parsed once (garag.nlp.parse keeps it)
+    fresh = RuleDecomposer().load()  # another decomposer of the process reads the same parse
     assert got == (fresh.decompose(claim), fresh.subclaims(claim), fresh.claim_entities(claim))
+    assert memory.computed == before + 1
     assert got[0] and got[1] and "Steven Spielberg" in got[2]
-    counted.decompose("Tom Hanks starred in Forrest Gump and Cast Away.")
-    assert len(parsed) == 2
+    counted.decompose("Tom Hanks starred in Forrest Gump, Cast Away and no film of this test's.")
+    assert memory.computed == before + 2
