@@ -202,7 +202,9 @@ run-retrieval: setup-core
 
 # The service and its web page over the embedded FEVER data (indexes and verifier as `make run` builds
 # them): http://127.0.0.1:8000/ and the API at /docs.  Another bind address needs GARAG_API_KEY.
-SERVE_ARGS ?=
+# The verifier runs on ONNX Runtime (verifier/onnx_runtime.py: PyTorch's probabilities, read faster
+# on a CPU; docs/service.md); SERVE_ARGS= serves it on PyTorch.
+SERVE_ARGS ?= --set verifier.runtime=onnx
 serve: setup
 	$(BIN)/garag index --dataset fever --config configs/graph.yaml $(ARGS)
 	$(BIN)/garag train-verifier $(ARGS)
@@ -210,7 +212,7 @@ serve: setup
 
 # Load test of garag serve on 127.0.0.1 (writes benchmarks/results/serve_load.{json,md}; ~15 min).
 bench-serve: setup
-	$(BIN)/python benchmarks/serve_load.py
+	$(BIN)/python benchmarks/serve_load.py $(SERVE_ARGS)
 
 test: setup
 	$(BIN)/python -m pytest
