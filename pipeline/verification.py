@@ -197,7 +197,6 @@ class VerificationPipeline:
         loaded where there is no decision model."""
         from verifier.decision import Decider, DecisionFeatures, decision_for
         from verifier.nli import NLIVerifier
-        from verifier.registry import onnx_exports
 
         cfg = self.config
         model = decision_for(cfg.verifier.decision, self.model_path, cfg.verifier.top_k)
@@ -205,7 +204,7 @@ class VerificationPipeline:
             return None
         nli = (
             _find_nli(self.verifier, self.model_path)
-            or NLIVerifier(cfg.verifier, self.model_path, self.pair_memories, onnx_exports(cfg)).load()
+            or NLIVerifier(cfg.verifier, self.model_path, self.pair_memories).load()
         )
         features = DecisionFeatures(nli.score_sentences, cfg.decomposition.spacy_model, cfg.verifier.top_k)
         return Decider(model, features, self._rule_decomposer().subclaims_batch)

@@ -190,8 +190,8 @@ def test_the_checks_catch_a_removed_key_an_unknown_option_and_a_missing_config(s
 def test_make_run_sets_up_without_the_llama_cpp_build_that_make_test_needs() -> None:
     run, test = _make_dry_run("run"), _make_dry_run("test")
     assert "torch==2.13.0" in run and "pip install" in run and "-e ." in run
-    assert "llama-cpp-python" not in run and "[dev,llm,serve,scale,onnx]" not in run
-    assert "llama-cpp-python" in test and "[dev,llm,serve,scale,onnx]" in test
+    assert "llama-cpp-python" not in run and "[dev,llm,serve,scale]" not in run
+    assert "llama-cpp-python" in test and "[dev,llm,serve,scale]" in test
     # torch is pinned before anything that could pull another build of it
     assert test.index("torch==2.13.0") < test.index("llama-cpp-python")
 

@@ -157,7 +157,7 @@ def fit_decision_model(
     top_k = config.verifier.top_k
     instances, counts = decision_instances(claims, retrieved, store, top_k, config.train.seed)
     vcfg = copy.deepcopy(config.verifier)
-    vcfg.precision, vcfg.runtime = "float32", "torch"  # part of the trained artifact: PyTorch, float32
+    vcfg.precision = "float32"  # part of the trained artifact: never fitted at bf16
     verifier = NLIVerifier(vcfg, str(model_dir), memories).load()
     texts = [t for t, _, _, _ in instances]
     evidence = [ev for _, ev, _, _ in instances]

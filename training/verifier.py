@@ -328,11 +328,11 @@ def calibrate_trained(
     config: Config, model_dir: Path, val: Sequence[TrainExample], memories: PairMemories | None = None
 ) -> dict:
     """The NEI calibration of a trained model (``verifier.calibration.calibrate_nei_bias``), scored
-    with the config's verifier settings at NEI bias 0, float32 and PyTorch: the calibration is part
-    of the trained artifact, so ``verifier.precision`` and ``verifier.runtime`` never reach it.
-    ``memories``: the pool of scored pairs to read and add to (:mod:`verifier.pair_memory`)."""
+    with the config's verifier settings at NEI bias 0 and float32: the calibration is part of the
+    trained artifact, so ``verifier.precision`` never reaches it.  ``memories``: the pool of scored
+    pairs to read and add to (:mod:`verifier.pair_memory`)."""
     vcfg = config.verifier.model_copy(
-        update={"model": str(model_dir), "nei_bias": 0.0, "precision": "float32", "runtime": "torch"}
+        update={"model": str(model_dir), "nei_bias": 0.0, "precision": "float32"}
     )
     scorer = NLIVerifier(vcfg, str(model_dir), memories).load()
     return calibrate_nei_bias(model_dir, val, scorer.predict_pairs, vcfg.top_k)
@@ -369,7 +369,7 @@ def fit_claim_aggregator(
     instances = aggregator_instances(val_c, retrieved, pipe.store, top_k)
     vcfg = copy.deepcopy(config.verifier)
     vcfg.mode, vcfg.aggregation, vcfg.nei_bias = "per_sentence", "rule", 0.0
-    vcfg.precision, vcfg.runtime = "float32", "torch"  # part of the trained artifact, like the model
+    vcfg.precision = "float32"  # the aggregator is part of the trained artifact: never fitted at bf16
     verifier = NLIVerifier(vcfg, str(model_dir), memories).load()
     probs = verifier.score_sentences([claim for claim, _, _ in instances], [ev for _, ev, _ in instances])
     features = np.array(

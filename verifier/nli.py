@@ -99,13 +99,7 @@ class NLIVerifier:
 
     name = "nli"
 
-    def __init__(
-        self,
-        config: VerifierConfig,
-        model_path: str,
-        memories: PairMemories | None = None,
-        export_dir: str | Path | None = None,
-    ) -> None:
+    def __init__(self, config: VerifierConfig, model_path: str, memories: PairMemories | None = None) -> None:
         """Cheap: checks the arguments, loads nothing (see :meth:`load`).
 
         Args:
@@ -113,8 +107,6 @@ class NLIVerifier:
             model_path: hub id or local checkpoint directory.
             memories: the pool whose memory of scored pairs this verifier uses (:mod:`verifier.pair_memory`);
                 None: a pool of its own.
-            export_dir: with ``verifier.runtime: onnx``, the folder keeping the exported classifier
-                (:mod:`verifier.onnx_runtime`); None: exported in memory at every load.
 
         Raises:
             ValueError: an empty model path, or a local-looking path that does not exist.
@@ -132,8 +124,6 @@ class NLIVerifier:
         self._memory: PairMemory | None = None  # the reader's memory, taken from the pool by load()
         self._tokenizer: Any = None
         self._model: Any = None
-        self._onnx: Any = None  # verifier.onnx_runtime.OnnxClassifier with runtime onnx
-        self._export_dir = Path(export_dir).expanduser() if export_dir is not None else None
         self._device = "cpu"
         self._index_to_label: dict[int, Label] = {}
         self._max_length = config.max_length
@@ -173,10 +163,6 @@ class NLIVerifier:
         """
         if self._model is not None:
             return self
-        if self.config.runtime == "onnx":
-            from verifier.onnx_runtime import check_installed
-
-            check_installed()
         from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
         started = time.time()
@@ -203,7 +189,7 @@ class NLIVerifier:
         elif self.config.mode == "concat" and local.is_dir():
             self._nei_bias = float(read_calibration(local).get("nei_bias", 0.0))
         self._aggregator = self._load_aggregator(local if local.is_dir() else None)
-        self._device = resolve_device(self.config.device) if self.config.runtime == "torch" else "cpu"
+        self._device = resolve_device(self.config.device)
         if self.config.precision == "bfloat16":
             import torch
 
@@ -223,19 +209,11 @@ class NLIVerifier:
         self._max_length = max_length
         self._model = model.to(self._device).eval()
         self._tokenizer = tokenizer
-        if self.config.runtime == "onnx":
-            import torch
-
-            from verifier.onnx_runtime import OnnxClassifier, exported
-
-            made = exported(self._model, tokenizer, checkpoint_identity(self.model_path), self._export_dir)
-            self._onnx = OnnxClassifier(made, torch.get_num_threads())
         self._memory = self._memories.for_reader(self.reader())
         logger.info(
-            "NLI verifier %s loaded on %s (%s, %s) in %.1fs (labels %s, NEI bias %.2f, %s)",
+            "NLI verifier %s loaded on %s (%s) in %.1fs (labels %s, NEI bias %.2f, %s)",
             self.model_path,
             self._device,
-            self.config.runtime,
             self.config.precision,
             time.time() - started,
             {i: lab.value for i, lab in self._index_to_label.items()},
@@ -276,11 +254,10 @@ class NLIVerifier:
 
     def reader(self) -> tuple:
         """What a pair's probabilities depend on besides the pair (after :meth:`load`): the checkpoint's
-        files, the runtime, the precision, the token limit, the device and the label order."""
+        files, the precision, the token limit, the device and the label order."""
         self._require_loaded()
         return (
             checkpoint_identity(self.model_path),
-            self.config.runtime,
             self.config.precision,
             self._max_length,
             self._device,
@@ -336,10 +313,7 @@ class NLIVerifier:
                 enc = encode_pairs(
                     self._tokenizer, [premises[i] for i in idx], [claims[i] for i in idx], self._max_length
                 )
-                if self._onnx is not None:
-                    logits = torch.from_numpy(self._onnx.logits(enc))
-                else:
-                    logits = self._model(**enc.to(self._device)).logits
+                logits = self._model(**enc.to(self._device)).logits
                 probs = torch.softmax(logits.float(), dim=-1).cpu().numpy()
                 out[idx] = to_label_probs(probs, self._index_to_label)
         return out

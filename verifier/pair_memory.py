@@ -4,7 +4,7 @@ A pipeline's verdict and its decision model read the same pairs; two systems of 
 (baseline and graph) read many of the same sentences for the same claims; the claim aggregator and
 the decision model that training fits beside a verifier read the same validation claims.  Each NLI
 verifier takes its memory (a :class:`garag.lru.LRU` of pairs) from a :class:`PairMemories` pool, by
-its *reader*: the checkpoint's files, the runtime, the precision, the token limit, the device and the label
+its *reader*: the checkpoint's files, the precision, the token limit, the device and the label
 order, everything a pair's probabilities depend on besides the pair.  Verifiers that share a pool
 and read alike answer each other's pairs; verifiers that read differently never do.
 """

@@ -6,7 +6,6 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from garag.config import Config, ConfigError
@@ -51,21 +50,15 @@ def _nli(ctx: VerifierContext) -> Verifier:
     from verifier.nli import NLIVerifier
 
     cfg = ctx.config
-    exports = onnx_exports(cfg)
-    nli = NLIVerifier(cfg.verifier, ctx.model_path, ctx.pair_memories, exports)
+    nli = NLIVerifier(cfg.verifier, ctx.model_path, ctx.pair_memories)
     if cfg.verifier.mix_weight <= 0:
         return nli
     from verifier.mixed import MixedVerifier
     from verifier.trained import mix_verifier_config
 
     # both loaded first: the mix refuses a verifier whose loaded aggregation gives no probabilities
-    second = NLIVerifier(mix_verifier_config(cfg).verifier, ctx.mix_model_path, ctx.pair_memories, exports)
+    second = NLIVerifier(mix_verifier_config(cfg).verifier, ctx.mix_model_path, ctx.pair_memories)
     return MixedVerifier(nli.load(), second.load(), cfg.verifier.mix_weight)
-
-
-def onnx_exports(config: Config) -> Path:
-    """Where ``verifier.runtime: onnx`` keeps its exported classifiers: ``<paths.cache_dir>/onnx``."""
-    return Path(config.paths.cache_dir) / "onnx"
 
 
 def _llm(ctx: VerifierContext) -> Verifier:

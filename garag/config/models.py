@@ -49,11 +49,6 @@ class VerifierConfig(Section):
             included (all-mpnet-base-v2 0.67x on 2 such cores; docs/training.md).  It does not
             touch training (that is ``train.precision``); the NEI calibration and claim aggregator
             fitted after training always score in float32.
-        runtime: what runs the classifier: "torch" (the default) or "onnx": the checkpoint exported
-            once to ONNX (kept in ``paths.cache_dir``) and run by ONNX Runtime on the CPU, in float32,
-            with PyTorch's probabilities to about 1e-7 and faster (verifier/onnx_runtime.py; the
-            ``onnx`` extra).  CPU only: not with ``device`` cuda or mps, nor ``precision`` bfloat16.
-            Like ``precision``, it never reaches training or what is fitted beside the model.
         decision: how the claim's label is reached: "auto" (the default) = the decision model fitted
             beside garag's trained verifier (verifier/decision.py; beside another checkpoint only where
             its folder has one, else the verifier's own label); "learned" = that model, an error where
@@ -87,7 +82,6 @@ class VerifierConfig(Section):
         "llm_judge_parts": 0.0,
         "precision": "float32",
         "decision": "auto",
-        "runtime": "torch",
     }
     model: Str = ""
     label_map: StrMap = Field(default_factory=dict)
@@ -101,7 +95,6 @@ class VerifierConfig(Section):
     batch_size: Int = Field(32, ge=1)
     device: Literal["auto", "cpu", "cuda", "mps"] = "auto"
     precision: Literal["float32", "bfloat16"] = "float32"
-    runtime: Literal["torch", "onnx"] = "torch"
     mix_weight: Float = Field(0.0, ge=0, le=1)
     mix_train: dict[StrictStr, object] = Field(default_factory=dict)
     mix_model: Str = ""
@@ -156,14 +149,6 @@ class VerifierConfig(Section):
                 "llm_judge_parts is set but llm_judge is never; "
                 "set llm_judge two_way or always, or llm_judge_parts 0"
             )
-        return self
-
-    @model_validator(mode="after")
-    def _onnx_runs_on_the_cpu_in_float32(self) -> VerifierConfig:
-        if self.runtime == "onnx" and self.device in ("cuda", "mps"):
-            raise ValueError(f"runtime onnx runs on the CPU; device {self.device} needs runtime torch")
-        if self.runtime == "onnx" and self.precision != "float32":
-            raise ValueError(f"runtime onnx runs in float32; precision {self.precision} needs runtime torch")
         return self
 
     @model_validator(mode="after")

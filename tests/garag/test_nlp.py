@@ -57,15 +57,3 @@ def test_the_decomposer_and_the_claim_parser_read_the_same_parse() -> None:
     assert memory.computed == before  # parsed already, by the decomposer's batch
     assert [p.text for p in parsed] == texts[:5]
     assert [len(p.toks) for p in parsed] == [len(nlp.load_spacy(SPACY_MODEL)(t)) for t in texts[:5]]
-
-
-def test_forgotten_parses_are_parsed_again_alike() -> None:
-    text = "A claim this test alone parses, about Lisbon in 1755."
-    first = nlp.parse([text], SPACY_MODEL)[0]
-    memory = nlp._parses[SPACY_MODEL]
-    before = memory.computed
-    nlp.forget_parses()
-    assert len(memory) == 0
-    again = nlp.parse([text], SPACY_MODEL)[0]
-    assert memory.computed == before + 1 and again is not first
-    assert _signature(again) == _signature(first)
