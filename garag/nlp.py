@@ -19,6 +19,8 @@ from garag.lru import LRU
 
 PARSES_KEPT = 2048  # texts whose parse :func:`parse` keeps, per spaCy pipeline
 PIPE_BATCH = 256  # texts per nlp.pipe batch
+# texts a caller parses together and then reads one by one: all of a chunk's parses are still kept
+PARSE_CHUNK = PARSES_KEPT // 4
 _parses: dict[str, LRU[str, Any]] = {}
 _parses_lock = threading.Lock()
 

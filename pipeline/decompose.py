@@ -30,7 +30,7 @@ from typing import Any
 import Stemmer
 
 from garag.config import DecompositionConfig
-from garag.nlp import PARSES_KEPT, load_spacy, parse
+from garag.nlp import PARSE_CHUNK, load_spacy, parse
 
 _QUESTION_FILLER = {"did", "does", "do", "is", "was", "are", "were", "the", "a", "an", "it", "true", "that"}
 _NON_ENTITY_TYPES = {"DATE", "TIME", "CARDINAL", "ORDINAL", "PERCENT", "MONEY", "QUANTITY"}
@@ -39,7 +39,6 @@ _SENTENCE_PUNCT = {",", ".", ";", ":", "!", "?"}
 _PATH_POS = {"VERB", "AUX", "ADP", "NOUN", "PROPN", "ADJ", "PART", "NUM"}
 _DROP_DEPS = {"relcl", "appos", "cc", "conj"}
 _STEMMER = Stemmer.Stemmer("english")
-_CHUNK = PARSES_KEPT // 4  # claims parsed together by subclaims_batch: their parses are still kept
 
 
 def _normalise(claim: str) -> str:
@@ -101,12 +100,11 @@ class RuleDecomposer:
     ):
         self.config = config or DecompositionConfig()
         self._link = link
-        self._nlp: Any = None
 
     def load(self) -> RuleDecomposer:
-        """Load the spaCy pipeline (shared per process); idempotent."""
-        if self._nlp is None:
-            self._nlp = load_spacy(self.config.spacy_model)
+        """Load the spaCy pipeline (once per process, :func:`garag.nlp.load_spacy`), so that a missing
+        model is reported here rather than at the first claim; idempotent."""
+        load_spacy(self.config.spacy_model)
         return self
 
     def _parse(self, text: str) -> Any:
@@ -115,11 +113,12 @@ class RuleDecomposer:
         return parse([text], self.config.spacy_model)[0]
 
     def subclaims_batch(self, claims: Sequence[str]) -> list[list[str]]:
-        """:meth:`subclaims` of each claim, the claims parsed together, :data:`_CHUNK` at a time (one
-        ``nlp.pipe`` per chunk instead of one call per claim)."""
+        """:meth:`subclaims` of each claim, the claims parsed together,
+        :data:`garag.nlp.PARSE_CHUNK` at a time (one ``nlp.pipe`` per chunk instead of one call per
+        claim)."""
         out: list[list[str]] = []
-        for start in range(0, len(claims), _CHUNK):
-            chunk = claims[start : start + _CHUNK]
+        for start in range(0, len(claims), PARSE_CHUNK):
+            chunk = claims[start : start + PARSE_CHUNK]
             parse([t for t in map(_normalise, chunk) if t], self.config.spacy_model)
             out += [self.subclaims(c) for c in chunk]
         return out
