@@ -21,6 +21,7 @@ import sys
 import time
 from pathlib import Path
 
+from eval.run_env import machine
 from garag.config import load_config
 from garag.llm.backends import make_chat_model
 from garag.llm.structured import json_schema
@@ -97,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
     result = {
         "model": chat.fingerprint,
         "threads": threads,
-        "cpu_count": os.cpu_count(),
+        "machine": machine(),
         "first_call_seconds_median": statistics.median(c["seconds"] for c in first),
         "prompt_read_seconds_median": read_s,
         "generation_tokens_per_s_grammar": rate(cached_g),

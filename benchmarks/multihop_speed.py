@@ -17,13 +17,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 import sys
 import tempfile
 import time
 from pathlib import Path
 
+from eval.run_env import machine, machine_line
 from garag.config import config_name, load_config, scoped_overrides
 from pipeline.verification import VerificationPipeline
 
@@ -86,16 +86,15 @@ def main(argv: list[str] | None = None) -> int:
     args_used = sys.argv[1:] if argv is None else argv
     result = {
         "rows": rows,
-        "cpus": os.cpu_count(),
+        "machine": machine(),
         "command": " ".join(["python benchmarks/multihop_speed.py", *args_used]),
     }
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "multihop_speed.json").write_text(json.dumps(result, indent=2) + "\n")
     lines = [
-        f"# Multi-hop pipeline speed ({args.dataset} {args.part} part, {os.cpu_count()} cores, "
-        f"batch {args.batch})",
+        f"# Multi-hop pipeline speed ({args.dataset} {args.part} part, batch {args.batch})",
         "",
-        f"Command: `{result['command']}`",
+        f"Command: `{result['command']}`; {machine_line(result['machine'])}",
         "",
         "| config | claims | s/claim | s/claim, warm LLM cache | LLM programs / rule fallbacks "
         "| ms/claim by stage |",

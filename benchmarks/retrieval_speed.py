@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import resource
 import statistics
 import subprocess
@@ -144,21 +143,24 @@ def main(argv: list[str] | None = None) -> int:
             None,
         )
     latency = child("--step", "latency")
+    from eval.run_env import machine, machine_line  # after the timed children
+
     result = {
         "dataset": args.dataset,
         "cache": cache,
         "cold_cache": (not args.cache) if cold is None else cold,
         "builds": builds,
         **latency,
-        "machine": {"cpus": os.cpu_count(), "python": sys.version.split()[0]},
+        "machine": machine(),
         "command": " ".join(["python", "benchmarks/retrieval_speed.py"] + (argv or sys.argv[1:])),
     }
     OUT.mkdir(parents=True, exist_ok=True)
     (OUT / f"retrieval_speed_{args.dataset}.json").write_text(json.dumps(result, indent=2) + "\n")
     lines = [
-        f"# Retrieval speed on {args.dataset}: {builds[0]['sentences']} sentences, {os.cpu_count()} cores",
+        f"# Retrieval speed on {args.dataset}: {builds[0]['sentences']} sentences",
         "",
-        f"Command: `{result['command']}`; cold cache: {result['cold_cache']}.",
+        f"Command: `{result['command']}`; {machine_line(result['machine'])}; "
+        f"cold cache: {result['cold_cache']}.",
         "",
         "| build step | seconds | peak RSS (MB) |",
         "| --- | ---: | ---: |",

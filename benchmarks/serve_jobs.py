@@ -32,7 +32,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import signal
 import socket
 import sqlite3
@@ -266,6 +265,8 @@ def main() -> None:
         }
         print(f"kill -9 at {done_at_kill} claims: {killed}", flush=True)
 
+    from eval.run_env import machine
+
     result = {
         "claims": len(lines),
         "claims_file": os.path.relpath(args.claims_file, ROOT),
@@ -273,8 +274,7 @@ def main() -> None:
         "sets": args.sets,
         "micro_batch": args.micro_batch,
         "rounds": args.rounds,
-        "cpus": os.cpu_count(),
-        "python": platform.python_version(),
+        "machine": machine(),
         "predict_claims_per_second": round(predict_rate, 3),
         "predict_runs_claims_per_second": [round(x, 3) for x in rates],
         "job_claims_per_second": round(job_rate, 3),
@@ -298,11 +298,13 @@ def main() -> None:
 
 
 def markdown(r: dict, argv: list[str]) -> str:
+    from eval.run_env import machine_line
+
     m = r["metrics"]
     lines = [
         "# garag serve jobs against garag predict (benchmarks/serve_jobs.py)",
         "",
-        f"`python benchmarks/serve_jobs.py {' '.join(argv)}`; {r['cpus']} CPUs, Python {r['python']}; "
+        f"`python benchmarks/serve_jobs.py {' '.join(argv)}`; {machine_line(r.get('machine', r))}; "
         f"the first {r['claims']} claims of `{r['claims_file']}`, config `{r['config']}`"
         + (f" with `{' '.join(r['sets'])}`" if r["sets"] else "")
         + f", server `--micro-batch {r['micro_batch']}`.",
@@ -335,7 +337,7 @@ def markdown(r: dict, argv: list[str]) -> str:
         "and the verifier trained, by an earlier run or `make run`); a cold one builds and trains during "
         "the first predict, untimed but long.",
         "",
-        f"The {r['cpus']} cores are shared with other work: 1-minute load averages "
+        "The cores are shared with other work: 1-minute load averages "
         + ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in r["load_average_1min"].items())
         + ".",
         "",

@@ -29,7 +29,6 @@ import argparse
 import asyncio
 import json
 import os
-import platform
 import signal
 import socket
 import statistics
@@ -41,8 +40,8 @@ from pathlib import Path
 
 import httpx
 
+from eval.run_env import machine, machine_line
 from garag.config import load_config
-from garag.cpu import CPU, describe_cpu
 from garag.datasets import dataset_from_config
 from pipeline.verification import VerificationPipeline
 
@@ -191,7 +190,7 @@ def flood_markdown(r: dict) -> str:
     lines = [
         "# garag serve under a flood (benchmarks/serve_load.py --only-flood)",
         "",
-        f"`{r['command']}`; {machine_text(r['machine'])}; "
+        f"`{r['command']}`; {machine_line(r['machine'])}; "
         f"{r['dataset']} claims, server `--micro-batch {r['server']['micro_batch']} --max-queue "
         f"{r['server']['max_queue']}`. Requests and server on 127.0.0.1. After "
         f"{r['flood']['warmup_requests']} warm-up requests (concurrency 8), the same flood twice.",
@@ -352,21 +351,6 @@ def server_info(args: argparse.Namespace, load_seconds: float) -> dict:
     return {"micro_batch": args.micro_batch, "max_queue": args.max_queue, "load_seconds": load}
 
 
-def machine() -> dict:
-    return {
-        "cpus": os.cpu_count(),
-        "python": platform.python_version(),
-        "platform": platform.platform(),
-        "cpu": describe_cpu().to_dict(),
-    }
-
-
-def machine_text(m: dict) -> str:
-    """``AMD EPYC, 2 CPUs, AVX2, Python 3.11.7`` (a result without ``cpu``: its CPU count only)."""
-    cpu = CPU.from_dict(m["cpu"]).line() if m.get("cpu") else f"{m['cpus']} CPUs"
-    return f"{cpu}, Python {m['python']}"
-
-
 def write_flood(
     args: argparse.Namespace, argv: list[str] | None, flooded: dict | None, load_seconds: float
 ) -> int:
@@ -387,7 +371,7 @@ def markdown(r: dict) -> str:
     lines = [
         "# garag serve under load (benchmarks/serve_load.py)",
         "",
-        f"`{r['command']}`; {machine_text(r['machine'])}; "
+        f"`{r['command']}`; {machine_line(r['machine'])}; "
         f"{r['dataset']} claims, server `--micro-batch {r['server']['micro_batch']}`, "
         f"models loaded in {r['server']['load_seconds']} s. Requests and server on 127.0.0.1.",
         "",

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
 from pathlib import Path
 
+from eval.run_env import machine, machine_line
 from garag.config import load_config
 from pipeline.verification import VerificationPipeline, hits_to_evidence
 from verifier.inputs import build_premise
@@ -64,15 +64,15 @@ def main(argv: list[str] | None = None) -> int:
         "per_sentence_mode_claims_per_second_estimate": single_pairs / config.verifier.top_k,
         "model": pipe.model_path,
         "max_length": config.verifier.max_length,
-        "cpus": os.cpu_count(),
+        "machine": machine(),
         "command": " ".join(["python benchmarks/verifier_speed.py", *args_used]),
     }
     OUT.mkdir(parents=True, exist_ok=True)
     (OUT / "verifier_speed.json").write_text(json.dumps(result, indent=2) + "\n")
     lines = [
-        f"# Baseline pipeline speed ({len(claims)} FEVER claims, {os.cpu_count()} cores, batch {args.batch})",
+        f"# Baseline pipeline speed ({len(claims)} FEVER claims, batch {args.batch})",
         "",
-        f"Command: `{result['command'].strip()}`",
+        f"Command: `{result['command'].strip()}`; {machine_line(result['machine'])}",
         "",
         "| measure | value |",
         "| --- | ---: |",

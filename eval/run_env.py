@@ -10,7 +10,7 @@ from importlib import metadata
 from pathlib import Path
 
 from garag.artifacts import file_sha256
-from garag.cpu import describe_cpu
+from garag.cpu import CPU, describe_cpu
 from garag.datasets import REPO_ROOT
 
 PACKAGES = (
@@ -123,6 +123,16 @@ def machine() -> dict:
         pass
     info["cpu"] = describe_cpu().to_dict()  # after torch's import: its kernels' level is read from it
     return info
+
+
+def machine_line(info: dict) -> str:
+    """One line for a benchmark's report from :func:`machine`'s dict: ``AMD EPYC, 2 CPUs, AVX2 (torch
+    kernels AVX2), Python 3.11.7``.  A result written before the CPU was recorded gives its CPU count."""
+    if info.get("cpu"):
+        cpu = CPU.from_dict(info["cpu"]).line()
+    else:
+        cpu = f"{info.get('cpu_count', info.get('cpus', '?'))} CPUs"
+    return f"{cpu}, Python {info['python']}" if info.get("python") else cpu
 
 
 def prompt_hashes(prompts_dir: str | Path = REPO_ROOT / "prompts") -> dict[str, str]:
