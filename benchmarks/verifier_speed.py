@@ -1,4 +1,5 @@
-"""Baseline pipeline throughput (claims/s) and verifier throughput (pairs/s) on 2 CPU cores.
+"""Baseline pipeline throughput (claims/s) and verifier throughput (pairs/s) on this machine (its
+CPU, as :func:`eval.run_env.machine` reads it, is recorded with the result).
 
 Uses the trained verifier from the cache (run ``garag train-verifier`` or ``make run`` first).
 Results: ``benchmarks/results/verifier_speed.{json,md}``.
