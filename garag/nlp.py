@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import functools
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from garag.lru import LRU
@@ -58,3 +58,15 @@ def parse(texts: Sequence[str], name: str) -> list[Any]:
     with _parses_lock:
         memory = _parses.setdefault(name, LRU(PARSES_KEPT))
     return memory.values(texts, lambda todo: list(nlp.pipe(todo, batch_size=PIPE_BATCH)))
+
+
+def parse_in_chunks(texts: Sequence[str], name: str) -> Iterator[Any]:
+    """:func:`parse` of each text in turn, :data:`PARSE_CHUNK` texts parsed together when the
+    first of them is asked for: a caller that reads each parse (or parses its text again) before
+    asking for the next finds the whole chunk still kept, and a long list is not held parsed at once.
+
+    Raises:
+        ValueError: the pipeline is not installed (:func:`load_spacy`).
+    """
+    for start in range(0, len(texts), PARSE_CHUNK):
+        yield from parse(texts[start : start + PARSE_CHUNK], name)

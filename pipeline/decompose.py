@@ -30,7 +30,7 @@ from typing import Any
 import Stemmer
 
 from garag.config import DecompositionConfig
-from garag.nlp import PARSE_CHUNK, load_spacy, parse
+from garag.nlp import load_spacy, parse, parse_in_chunks
 
 _QUESTION_FILLER = {"did", "does", "do", "is", "was", "are", "were", "the", "a", "an", "it", "true", "that"}
 _NON_ENTITY_TYPES = {"DATE", "TIME", "CARDINAL", "ORDINAL", "PERCENT", "MONEY", "QUANTITY"}
@@ -113,15 +113,11 @@ class RuleDecomposer:
         return parse([text], self.config.spacy_model)[0]
 
     def subclaims_batch(self, claims: Sequence[str]) -> list[list[str]]:
-        """:meth:`subclaims` of each claim, the claims parsed together,
-        :data:`garag.nlp.PARSE_CHUNK` at a time (one ``nlp.pipe`` per chunk instead of one call per
-        claim)."""
-        out: list[list[str]] = []
-        for start in range(0, len(claims), PARSE_CHUNK):
-            chunk = claims[start : start + PARSE_CHUNK]
-            parse([t for t in map(_normalise, chunk) if t], self.config.spacy_model)
-            out += [self.subclaims(c) for c in chunk]
-        return out
+        """:meth:`subclaims` of each claim, the claims parsed together a chunk at a time
+        (:func:`garag.nlp.parse_in_chunks`: one ``nlp.pipe`` per chunk instead of one call per
+        claim; :meth:`subclaims` finds each claim's parse kept)."""
+        parses = parse_in_chunks([_normalise(c) for c in claims], self.config.spacy_model)
+        return [self.subclaims(c) for c, _ in zip(claims, parses, strict=True)]
 
     def decompose(self, claim: str) -> list[str]:
         """At most ``max_questions`` deduplicated yes/no subquestions; empty for a single simple fact.

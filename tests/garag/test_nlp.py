@@ -57,3 +57,17 @@ def test_the_decomposer_and_the_claim_parser_read_the_same_parse() -> None:
     assert memory.computed == before  # parsed already, by the decomposer's batch
     assert [p.text for p in parsed] == texts[:5]
     assert [len(p.toks) for p in parsed] == [len(nlp.load_spacy(SPACY_MODEL)(t)) for t in texts[:5]]
+
+
+def test_parse_in_chunks_parses_a_chunk_when_its_first_text_is_read(monkeypatch) -> None:  # noqa: ANN001
+    texts = [f"Claim number {i} was made in {1900 + i}." for i in range(7)]
+    monkeypatch.setattr(nlp, "PARSE_CHUNK", 3)
+    memory = nlp._parses.setdefault(SPACY_MODEL, nlp.LRU(nlp.PARSES_KEPT))
+    docs = nlp.parse_in_chunks(texts, SPACY_MODEL)
+    seen = []
+    for i, doc in enumerate(docs):
+        seen.append(doc.text)
+        # texts 0-2 parsed at the first read, 3-5 at the fourth, 6 at the seventh; no later ones
+        assert [t in memory for t in texts] == [j < 3 * (i // 3 + 1) for j in range(7)]
+    assert seen == texts
+    assert list(nlp.parse_in_chunks([], SPACY_MODEL)) == []
