@@ -32,7 +32,7 @@ from typing import Any
 import yaml
 from tqdm import tqdm
 
-from eval.run_env import ENV_FILE, environment, file_sha256, read_env, tree_hashes
+from eval.run_env import ENV_FILE, env_path, environment, file_sha256, read_env, tree_hashes
 from eval.run_hash import run_config_hash
 from eval.verification_eval import (
     RETRIEVED_KEPT,
@@ -396,7 +396,6 @@ def compare(
             "models": {},
         }
         written, resumed = {}, {}
-        env_path = run_dir / ENV_FILE
         before = read_env(run_dir).get("models", {})
         pipelines = dict(pipelines or {})
         memories = PairMemories()  # the systems answer each other's NLI pairs where they read alike
@@ -415,12 +414,12 @@ def compare(
                 build_with_pair_memories(pipe, memories)
             env["models"][s.name] = _model_hashes(pipe)
             _check_models(run_dir, s.name, before.get(s.name), env["models"][s.name], force_new)
-            write_json_atomic(env_path, env)
+            write_json_atomic(env_path(run_dir), env)
             written[s.name], resumed[s.name] = _predict_system(
                 s, pipe, claims, run_dir / "predictions", batch_size, progress, faithfulness
             )
             pipelines[s.name] = pipe
-        write_json_atomic(env_path, env)
+        write_json_atomic(env_path(run_dir), env)
         metrics, configs = _score(run_dir, n_resamples)
         export_subgraphs(run_dir, pipelines, claims, metrics)  # before the figures, which draw them
         _publish(run_dir, metrics, configs)

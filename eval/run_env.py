@@ -32,13 +32,18 @@ _MAX_HASH_BYTES = 4 << 30  # files above 4 GB are recorded by size only
 ENV_FILE = "env.json"
 
 
+def env_path(run_dir: str | Path) -> Path:
+    """Where a run keeps its ``env.json``."""
+    return Path(run_dir) / ENV_FILE
+
+
 def read_env(run_dir: str | Path) -> dict:
     """A run's ``env.json`` ({} where the run has none yet).
 
     Raises:
         ValueError: the file is not a JSON object (one line naming it).
     """
-    path = Path(run_dir) / ENV_FILE
+    path = env_path(run_dir)
     if not path.is_file():
         return {}
     try:
