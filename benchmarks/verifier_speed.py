@@ -21,6 +21,7 @@ from pipeline.verification import VerificationPipeline, hits_to_evidence
 from verifier.inputs import build_premise
 
 OUT = Path(__file__).resolve().parent / "results"
+_STAGE_NOTES = {"verification": " (verifier and decision model)"}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -77,9 +78,9 @@ def main(argv: list[str] | None = None) -> int:
         "",
         "| measure | value |",
         "| --- | ---: |",
-        f"| whole pipeline (retrieval + {config.verifier.mode} verifier, top {config.verifier.top_k}), "
-        f"claims/s | {whole:.1f} |",
-        *[f"| {k}, ms/claim | {v:.1f} |" for k, v in stage.items()],
+        f"| whole pipeline (retrieval, {config.verifier.mode} verifier on the top {config.verifier.top_k}, "
+        f"decision model), claims/s | {whole:.1f} |",
+        *[f"| {k}{_STAGE_NOTES.get(k, '')}, ms/claim | {v:.1f} |" for k, v in stage.items()],
         f"| verifier, concat premise (top {config.verifier.top_k}), pairs/s | {concat_pairs:.1f} |",
         f"| verifier, single-sentence pairs/s | {single_pairs:.1f} |",
     ]
