@@ -117,7 +117,7 @@ async def flood(url: str, config: str, claims: list[str], pid: int) -> dict:
     statuses: dict[str, int] = {}
     retry_after: list[int] = []
     health: list[float] = []
-    health_failed = 0
+    health_failures: dict[str, int] = {}  # what a failed check got: its status code or httpx error
     rss = [rss_mb(pid)]
     done = asyncio.Event()
     limits = httpx.Limits(max_connections=len(claims) + 8, max_keepalive_connections=len(claims) + 8)
@@ -135,18 +135,18 @@ async def flood(url: str, config: str, claims: list[str], pid: int) -> dict:
             statuses[key] = statuses.get(key, 0) + 1
 
         async def watch() -> None:
-            nonlocal health_failed
             async with httpx.AsyncClient(base_url=url, timeout=5) as probe:
                 while not done.is_set():
                     t = time.perf_counter()
                     try:
-                        ok = (await probe.get("/v1/health")).status_code == 200
-                    except httpx.HTTPError:
-                        ok = False
-                    if ok:
+                        code = (await probe.get("/v1/health")).status_code
+                        failure = None if code == 200 else str(code)
+                    except httpx.HTTPError as e:
+                        failure = type(e).__name__
+                    if failure is None:
                         health.append(time.perf_counter() - t)
                     else:
-                        health_failed += 1
+                        health_failures[failure] = health_failures.get(failure, 0) + 1
                     rss.append(rss_mb(pid))
                     await asyncio.sleep(0.1)
 
@@ -165,8 +165,9 @@ async def flood(url: str, config: str, claims: list[str], pid: int) -> dict:
         "server_errors_or_dropped": server_errors,
         "retry_after_s": sorted(set(retry_after)),
         "seconds": round(wall, 2),
-        "health_checks": len(health) + health_failed,
-        "health_failed": health_failed,
+        "health_checks": len(health) + sum(health_failures.values()),
+        "health_failed": sum(health_failures.values()),
+        "health_failures": dict(sorted(health_failures.items())),
         "health_p50": round(percentile(health, 0.50), 4) if health else None,
         "health_max": round(max(health), 4) if health else None,
         "rss_start_mb": round(rss[0], 1),
@@ -201,12 +202,19 @@ def flood_markdown(r: dict) -> str:
     return "\n".join([*lines, "Goals: " + json.dumps(r["goals"]), ""])
 
 
+def _failure_kinds(kinds: dict[str, int] | None) -> str:
+    """What a flood's failed health checks got, as " (ReadTimeout 1)"; "" where none failed or the
+    result was written before their kinds were kept."""
+    return f" ({', '.join(f'{k} {n}' for k, n in kinds.items())})" if kinds else ""
+
+
 def flood_run_markdown(i: int, f: dict) -> list[str]:
     return [
         f"Flood {i}: {f['requests']} `POST /v1/verify` requests to `{f['config']}` sent at once, each on its "
         f"own connection, answered in {f['seconds']} s with statuses {json.dumps(f['statuses'])} "
         f"(Retry-After values {f['retry_after_s']} s); {f['server_errors_or_dropped']} 5xx or dropped "
-        f"connections. `/v1/health` meanwhile: {f['health_checks']} checks, {f['health_failed']} failed, "
+        f"connections. `/v1/health` meanwhile: {f['health_checks']} checks, {f['health_failed']} failed"
+        f"{_failure_kinds(f.get('health_failures'))}, "
         f"p50 {f['health_p50']} s, max {f['health_max']} s. Server RSS {f['rss_start_mb']} MB at the "
         f"start, peak {f['rss_peak_mb']} MB.",
         "",
