@@ -240,6 +240,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--timeout", type=float, default=120.0, help="seconds per request (default 120)")
     p.add_argument(
+        "--keep-alive", type=float, default=75.0, metavar="SECONDS",
+        help="how long an idle connection is kept open for its next request (default 75: longer than "
+        "a proxy's usual idle timeout, and than the seconds a flood can hold the event loop, which "
+        "with uvicorn's own 5 closed connections whose next request was already sent)",
+    )  # fmt: skip
+    p.add_argument(
         "--max-body", type=_positive_int, default=256 * 1024, help="request body bytes (default 256 KiB)"
     )
     p.add_argument(

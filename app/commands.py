@@ -381,8 +381,8 @@ def cmd_serve(args: argparse.Namespace, config: Config) -> int:
         )
     if not 0 < args.port < 65536:
         raise ValueError(f"--port must be in 1..65535, got {args.port}")
-    if args.timeout <= 0 or args.max_wait_ms < 0:
-        raise ValueError("--timeout must be > 0 and --max-wait-ms >= 0")
+    if args.timeout <= 0 or args.keep_alive <= 0 or args.max_wait_ms < 0:
+        raise ValueError("--timeout and --keep-alive must be > 0 and --max-wait-ms >= 0")
     settings = ServeSettings(
         max_batch=args.max_batch,
         micro_batch=args.micro_batch,
@@ -405,7 +405,10 @@ def cmd_serve(args: argparse.Namespace, config: Config) -> int:
         f"garag serve: http://{args.host}:{args.port}/ (API docs at /docs); "
         f"loading {', '.join(service.served)}"
     )
-    uvicorn.run(create_app(service), host=args.host, port=args.port, log_level="warning")
+    uvicorn.run(
+        create_app(service), host=args.host, port=args.port, log_level="warning",
+        timeout_keep_alive=args.keep_alive,
+    )  # fmt: skip
     return 0
 
 

@@ -470,6 +470,7 @@ def test_page_is_served_with_a_strict_content_security_policy(client: TestClient
         (["--host", "0.0.0.0"], "--host 0.0.0.0 is not a loopback address: set GARAG_API_KEY"),
         (["--configs", "no/such.yaml"], "no/such.yaml: no such config file"),
         (["--port", "70000"], "--port must be in 1..65535"),
+        (["--keep-alive", "0"], "--timeout and --keep-alive must be > 0"),
     ],
 )
 def test_serve_command_refuses_unsafe_or_bad_arguments_in_one_line(args, message, capsys, monkeypatch):

@@ -1,0 +1,67 @@
+"""``garag serve --keep-alive``: a real ``python -m app.cli serve`` process keeps an idle connection
+open for its next request as long as the option says, then closes it (uvicorn's own 5 s closed
+connections whose next request was already sent while a flood held the event loop)."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+httpx = pytest.importorskip("httpx")
+pytest.importorskip("uvicorn", reason="uvicorn (the serve extra) is not installed")
+
+REPO = Path(__file__).resolve().parents[2]
+HEALTH = b"GET /v1/health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def answer(conn: socket.socket) -> bytes:
+    """One whole response to /v1/health (its body is small JSON, sent with a Content-Length)."""
+    data = b""
+    while b"\r\n\r\n" not in data or not data.rstrip().endswith(b"}"):
+        chunk = conn.recv(4096)
+        if not chunk:
+            break
+        data += chunk
+    return data
+
+
+def test_an_idle_connection_stays_open_for_keep_alive_seconds_then_closes(world, tmp_path):
+    port, log = free_port(), tmp_path / "serve.log"
+    cmd = [sys.executable, "-m", "app.cli", "serve", "--configs", str(world.configs["baseline"]),
+           "--port", str(port), "--state-dir", str(tmp_path / "state"), "--no-history",
+           "--keep-alive", "7"]  # fmt: skip
+    proc = subprocess.Popen(cmd, cwd=REPO, stdout=log.open("wb"), stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            assert proc.poll() is None, f"the server exited: {log.read_text()[-3000:]}"
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/v1/health", timeout=5).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            assert time.monotonic() < deadline, f"the server did not answer: {log.read_text()[-3000:]}"
+            time.sleep(0.2)
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as conn:
+            conn.sendall(HEALTH)
+            assert answer(conn).startswith(b"HTTP/1.1 200")
+            time.sleep(5.5)  # idle past uvicorn's own 5 s: the same connection takes the next request
+            conn.sendall(HEALTH)
+            assert answer(conn).startswith(b"HTTP/1.1 200")
+            idle = time.monotonic()
+            assert conn.recv(1) == b""  # the server closes it once idle for --keep-alive seconds
+            assert 6 < time.monotonic() - idle < 15
+    finally:
+        proc.terminate()
+        proc.wait(30)
