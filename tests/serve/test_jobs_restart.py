@@ -8,10 +8,8 @@ import json
 import os
 import re
 import signal
-import socket
 import sqlite3
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -20,33 +18,16 @@ import pytest
 httpx = pytest.importorskip("httpx")
 pytest.importorskip("python_multipart", reason="python-multipart (the serve extra) is not installed")
 
-REPO = Path(__file__).resolve().parents[2]
+from .serve_process import start_serve  # noqa: E402
+
 N = 3000
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def start(world, state: Path, log: Path) -> tuple[subprocess.Popen, str]:
-    port = free_port()
-    cmd = [sys.executable, "-m", "app.cli", "serve", "--configs", str(world.configs["baseline"]),
-           "--port", str(port), "--state-dir", str(state), "--results-dir", str(world.results),
-           "--micro-batch", "4"]  # fmt: skip
-    proc = subprocess.Popen(cmd, cwd=REPO, stdout=log.open("ab"), stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 180
-    while True:
-        assert proc.poll() is None, f"the server exited: {log.read_text()[-3000:]}"
-        try:
-            if httpx.get(url + "/v1/ready", timeout=5).status_code == 200:
-                return proc, url
-        except httpx.TransportError:
-            pass
-        assert time.monotonic() < deadline, f"the server did not get ready: {log.read_text()[-3000:]}"
-        time.sleep(0.2)
+    args = ["--configs", str(world.configs["baseline"]), "--state-dir", str(state),
+            "--results-dir", str(world.results), "--micro-batch", "4"]  # fmt: skip
+    proc, port = start_serve(args, log)
+    return proc, f"http://127.0.0.1:{port}"
 
 
 def verified(url: str) -> float:

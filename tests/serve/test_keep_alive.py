@@ -5,24 +5,16 @@ connections whose next request was already sent while a flood held the event loo
 from __future__ import annotations
 
 import socket
-import subprocess
-import sys
 import time
-from pathlib import Path
 
 import pytest
 
 httpx = pytest.importorskip("httpx")
 pytest.importorskip("uvicorn", reason="uvicorn (the serve extra) is not installed")
 
-REPO = Path(__file__).resolve().parents[2]
+from .serve_process import start_serve  # noqa: E402
+
 HEALTH = b"GET /v1/health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def answer(conn: socket.socket) -> bytes:
@@ -37,22 +29,10 @@ def answer(conn: socket.socket) -> bytes:
 
 
 def test_an_idle_connection_stays_open_for_keep_alive_seconds_then_closes(world, tmp_path):
-    port, log = free_port(), tmp_path / "serve.log"
-    cmd = [sys.executable, "-m", "app.cli", "serve", "--configs", str(world.configs["baseline"]),
-           "--port", str(port), "--state-dir", str(tmp_path / "state"), "--no-history",
-           "--keep-alive", "7"]  # fmt: skip
-    proc = subprocess.Popen(cmd, cwd=REPO, stdout=log.open("wb"), stderr=subprocess.STDOUT)
+    args = ["--configs", str(world.configs["baseline"]), "--state-dir", str(tmp_path / "state"),
+            "--no-history", "--keep-alive", "7"]  # fmt: skip
+    proc, port = start_serve(args, tmp_path / "serve.log", wait_for="/v1/health", seconds=120)
     try:
-        deadline = time.monotonic() + 120
-        while True:
-            assert proc.poll() is None, f"the server exited: {log.read_text()[-3000:]}"
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/v1/health", timeout=5).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert time.monotonic() < deadline, f"the server did not answer: {log.read_text()[-3000:]}"
-            time.sleep(0.2)
         with socket.create_connection(("127.0.0.1", port), timeout=10) as conn:
             conn.sendall(HEALTH)
             assert answer(conn).startswith(b"HTTP/1.1 200")
