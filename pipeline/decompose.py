@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Container, Iterable, Sequence
 from typing import Any
 
 import Stemmer
@@ -207,15 +207,50 @@ def _subject_of(verb: Any) -> Any | None:
     return None
 
 
+def _run_on_subjects(doc: Any) -> dict[int, Any]:
+    """Clauses joined by "and" whose second subject the parser took for a member of the first
+    clause's object: in "Paris is in France and Berlin is in Germany." spaCy's small model makes
+    "Berlin" a conjunct of "France" and the second "is" a subjectless clause under the first.
+    Returns ``{verb index: its subject}`` for each finite verb without a subject of its own that
+    directly follows such a conjunct (the conjunct preceded by a coordinating word).  Finite: present
+    tense, a modal, or a past-tense auxiliary ("was"); a past-tense full verb may be a participle
+    that modifies the conjunct ("... meat, oil and blubber called whaling"), so it is left alone."""
+    out: dict[int, Any] = {}
+    for verb in doc:
+        finite = verb.tag_ in ("VBZ", "VBP", "MD") or (verb.tag_ == "VBD" and verb.pos_ == "AUX")
+        if not finite or verb.dep_ not in ("advcl", "conj", "ccomp") or verb.i == 0:
+            continue
+        if any(c.dep_ in ("nsubj", "nsubjpass", "csubj") for c in verb.children):
+            continue
+        last = doc[verb.i - 1]
+        member = next((t for t in last.ancestors if t.dep_ == "conj"), None) if last.dep_ != "conj" else last
+        if member is None or member.pos_ not in ("NOUN", "PROPN") or member.head.i > member.i:
+            continue
+        first = min(t.i for t in member.subtree)
+        if max(t.i for t in member.subtree) != verb.i - 1 or first == 0 or doc[first - 1].pos_ != "CCONJ":
+            continue
+        out[verb.i] = member
+    return out
+
+
 def _clauses(doc: Any) -> list[tuple[list[Any], Any]]:
     """Simple clauses as (tokens in order, predicate); the predicate is used to form the question."""
     clauses: list[tuple[list[Any], Any]] = []
+    run_on = _run_on_subjects(doc)
+    taken = {s.i for s in run_on.values()}
+
+    def body_of(verb: Any) -> list[Any]:
+        return _subtree_without(
+            verb, lambda c: _dropped(c) or c.dep_ in ("nsubj", "nsubjpass") or c.i in run_on
+        )
+
     for tok in doc:
-        if tok.dep_ == "ROOT" or (tok.dep_ == "conj" and tok.pos_ in ("VERB", "AUX")):
+        if tok.i in run_on:
+            clauses.extend(_expand_coordination(_np(run_on[tok.i]) + body_of(tok), tok, taken))
+        elif tok.dep_ == "ROOT" or (tok.dep_ == "conj" and tok.pos_ in ("VERB", "AUX")):
             subj = _subject_of(tok)
-            body = _subtree_without(tok, lambda c: _dropped(c) or c.dep_ in ("nsubj", "nsubjpass"))
             if subj is not None:
-                clauses.extend(_expand_coordination(_np(subj) + body, tok))
+                clauses.extend(_expand_coordination(_np(subj) + body_of(tok), tok, taken))
         elif tok.dep_ == "relcl" and tok.head.pos_ in ("NOUN", "PROPN"):
             rel = [
                 t
@@ -323,10 +358,15 @@ class _Word:
 _IS = _Word("is")
 
 
-def _expand_coordination(tokens: list[Any], pred: Any) -> list[tuple[list[Any], Any]]:
-    """One clause per member of the first coordinated noun phrase ("in A and B" -> "in A", "in B")."""
+def _expand_coordination(
+    tokens: list[Any], pred: Any, taken: Container[int] = frozenset()
+) -> list[tuple[list[Any], Any]]:
+    """One clause per member of the first coordinated noun phrase ("in A and B" -> "in A", "in B");
+    ``taken``: conjuncts that are another clause's subject (:func:`_run_on_subjects`), not members."""
     for t in tokens:
-        conjs = [c for c in t.children if c.dep_ == "conj" and c.pos_ in ("NOUN", "PROPN")]
+        conjs = [
+            c for c in t.children if c.dep_ == "conj" and c.pos_ in ("NOUN", "PROPN") and c.i not in taken
+        ]
         if not conjs or t.pos_ not in ("NOUN", "PROPN"):
             continue
         members = [t, *conjs]

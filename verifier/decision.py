@@ -61,7 +61,10 @@ from verifier.logistic import Softmax, fit_softmax, read_model_file, softmax_fro
 
 DECISION_FILE = "garag_decision.json"
 # Bump when the features or the fitting recipe change: a stored model of another version is refitted.
-DECISION_VERSION = 4  # 4: the sub-claims read as sentences (pipeline/decompose.py: _tidy, _states_something)
+# 4: the sub-claims read as sentences (pipeline/decompose.py: _tidy, _states_something); 5 and 6 were
+# tried and not adopted (docs/results.md); 7: a second clause whose subject the parser joined to the
+# first clause's object is its own part (pipeline/decompose.py: _run_on_subjects)
+DECISION_VERSION = 7
 FEATURES = (
     "verifier_supports",
     "verifier_refutes",

@@ -85,6 +85,29 @@ def test_a_sub_claim_that_states_nothing_or_that_the_claim_denies_is_left_out(
     assert decomposer.subclaims("Bhagat Singh was not an American.") == ["Bhagat Singh was not an American."]
 
 
+def test_a_second_clause_whose_subject_the_parser_joined_to_the_first_object_is_its_own_part(
+    decomposer: RuleDecomposer,
+) -> None:
+    # spaCy's small model parses "Berlin" as a conjunct of "France" and the second "is" as a
+    # subjectless clause under the first: read as two clauses, not "Paris is in France is in Germany."
+    claim = "Paris is in France and Berlin is in Germany."
+    assert decomposer.subclaims(claim) == ["Paris is in France.", "Berlin is in Germany."]
+    assert decomposer.decompose(claim)[:2] == ["Is Paris in France?", "Is Berlin in Germany?"]
+    assert decomposer.subclaims("Paris is the capital of France and Madrid is the capital of Spain.") == [
+        "Paris is the capital of France.",
+        "Madrid is the capital of Spain.",
+    ]
+    assert decomposer.subclaims("The river flows through New York and Lake Tahoe lies in California.") == [
+        "The river flows through New York.",
+        "Lake Tahoe lies in California.",
+    ]
+    # a conjunct followed by no verb of its own stays a member of the coordination
+    assert decomposer.subclaims("Tom Hanks starred in Forrest Gump and Cast Away.") == [
+        "Tom Hanks starred in Forrest Gump.",
+        "Tom Hanks starred in Cast Away.",
+    ]
+
+
 def test_claim_entities_linked() -> None:
     d = RuleDecomposer(link={"Barack Obama": "Barack_Obama"}.get).load()
     assert d.claim_entities("Barack Obama was born in Hawaii.")[:2] == ["Barack_Obama", "Hawaii"]
