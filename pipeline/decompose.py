@@ -223,11 +223,11 @@ def _run_on_subjects(doc: Any) -> dict[int, Any]:
         if any(c.dep_ in ("nsubj", "nsubjpass", "csubj") for c in verb.children):
             continue
         last = doc[verb.i - 1]
-        member = next((t for t in last.ancestors if t.dep_ == "conj"), None) if last.dep_ != "conj" else last
+        member = next((t for t in (last, *last.ancestors) if t.dep_ == "conj"), None)
         if member is None or member.pos_ not in ("NOUN", "PROPN") or member.head.i > member.i:
             continue
-        first = min(t.i for t in member.subtree)
-        if max(t.i for t in member.subtree) != verb.i - 1 or first == 0 or doc[first - 1].pos_ != "CCONJ":
+        first = member.left_edge.i
+        if member.right_edge.i != verb.i - 1 or first == 0 or doc[first - 1].pos_ != "CCONJ":
             continue
         out[verb.i] = member
     return out
