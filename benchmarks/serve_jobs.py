@@ -33,7 +33,6 @@ import argparse
 import json
 import os
 import signal
-import socket
 import sqlite3
 import statistics
 import subprocess
@@ -47,15 +46,11 @@ import httpx
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # this checkout's packages, as `python -m app.cli` from ROOT gets them
+from app.serve.launch import ServeDidNotStart, start_serve  # noqa: E402
+
 OUT = ROOT / "benchmarks" / "results"
 HEADLINE = ("n", "label_accuracy", "fever_score", "macro_f1", "evidence_precision", "evidence_recall",
             "evidence_f1", "per_class", "confusion")  # fmt: skip
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def cli(args: list[str], log: Path) -> str:
@@ -71,25 +66,13 @@ def cli(args: list[str], log: Path) -> str:
 def serve(
     config: str, sets: list[str], state: Path, micro_batch: int, log: Path
 ) -> tuple[subprocess.Popen, str]:
-    port = free_port()
-    cmd = [sys.executable, "-m", "app.cli", "serve", "--configs", config, "--port", str(port),
-           "--state-dir", str(state), "--micro-batch", str(micro_batch)]  # fmt: skip
+    args = ["--configs", config, "--state-dir", str(state), "--micro-batch", str(micro_batch)]
     for s in sets:
-        cmd += ["--set", s]
-    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=log.open("ab"), stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 1800
-    while True:
-        if proc.poll() is not None:
-            raise SystemExit(f"garag serve exited ({proc.returncode}); see {log}")
-        try:
-            if httpx.get(url + "/v1/ready", timeout=5).status_code == 200:
-                return proc, url
-        except httpx.TransportError:
-            pass
-        if time.monotonic() > deadline:
-            raise SystemExit(f"garag serve was not ready in 30 min; see {log}")
-        time.sleep(0.5)
+        args += ["--set", s]
+    try:
+        return start_serve(args, log, seconds=1800, poll=0.5, cwd=ROOT)
+    except ServeDidNotStart as e:
+        raise SystemExit(str(e)) from None
 
 
 def stop(proc: subprocess.Popen) -> None:

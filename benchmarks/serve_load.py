@@ -30,9 +30,7 @@ import asyncio
 import json
 import os
 import signal
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -40,6 +38,7 @@ from pathlib import Path
 
 import httpx
 
+from app.serve.launch import ServeDidNotStart, start_serve
 from eval.run_env import machine, machine_line
 from garag.config import load_config
 from garag.datasets import dataset_from_config
@@ -49,12 +48,6 @@ ROOT = Path(__file__).resolve().parents[1]
 WARMUP = 64  # requests before the flood, so that its RSS starts from a server that has verified
 FLOODS = 2  # the same flood again: RSS bounded means the second takes it no higher than the first
 OUT = ROOT / "benchmarks" / "results"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def rss_mb(pid: int) -> float:
@@ -260,28 +253,21 @@ def main(argv: list[str] | None = None) -> int:
         c: all_claims[i * args.requests : (i + 1) * args.requests] for i, c in enumerate(args.concurrency)
     }
 
-    port = free_port()
-    url = f"http://127.0.0.1:{port}"
-    cmd = [sys.executable, "-m", "app.cli", "serve", "--host", "127.0.0.1", "--port", str(port),
-           "--configs", *args.configs, "--micro-batch", str(args.micro_batch), "--max-batch", "64",
-           "--max-queue", str(args.max_queue),
-           *sum((["--set", o] for o in overrides), [])]  # fmt: skip
-    log = open(Path(tempfile.gettempdir()) / f"garag-serve-load-{port}.log", "w", encoding="utf-8")  # noqa: SIM115
-    server = subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    serve_args = ["--configs", *args.configs, "--micro-batch", str(args.micro_batch), "--max-batch", "64",
+                  "--max-queue", str(args.max_queue),
+                  *sum((["--set", o] for o in overrides), [])]  # fmt: skip
+    log = Path(tempfile.gettempdir()) / f"garag-serve-load-{os.getpid()}.log"
     deadline = time.monotonic() + args.max_seconds
+    t0 = time.perf_counter()
+    try:  # in its own process group: stopped below with the workers it starts
+        server, url = start_serve(
+            serve_args, log, seconds=args.max_seconds, poll=1.0, new_session=True, cwd=ROOT
+        )
+    except ServeDidNotStart as e:
+        raise SystemExit(str(e)) from None
+    load_seconds = time.perf_counter() - t0
     rows, rss, flooded = [], {}, None
     try:
-        t0 = time.perf_counter()
-        while True:
-            if server.poll() is not None:
-                raise SystemExit(f"garag serve exited ({server.returncode}); see {log.name}")
-            try:
-                if httpx.get(f"{url}/v1/ready", timeout=5).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            time.sleep(1)
-        load_seconds = time.perf_counter() - t0
         if args.flood:
             warm = [c.text for c in all_claims[:WARMUP]]
             asyncio.run(load(url, names[0], warm, 8, deadline))
@@ -309,7 +295,6 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         os.killpg(server.pid, signal.SIGTERM)
         server.wait(30)
-        log.close()
     top = max(args.concurrency)
     batch = {}
     for path, name in zip(args.configs, names, strict=True):

@@ -4,7 +4,6 @@ llama.cpp server (``python -m llama_cpp.server``) serving SmolLM2 on 127.0.0.1."
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import sys
 import time
@@ -20,6 +19,7 @@ pytest.importorskip(
     "sse_starlette", reason="llama.cpp's server extra is not installed (llama-cpp-python[server])"
 )
 
+from app.serve.launch import free_port  # noqa: E402
 from garag.config import LLMConfig  # noqa: E402
 from garag.llm import ChatMessage, LLMClient, LLMStats  # noqa: E402
 from garag.llm.base import lines_begun  # noqa: E402
@@ -31,16 +31,10 @@ pytestmark = pytest.mark.llm
 STARTUP_S = 60
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     """A llama.cpp OpenAI-compatible server on loopback; stopped after the module."""
-    port = _free_port()
+    port = free_port()
     log = (tmp_path_factory.mktemp("server") / "server.log").open("w")
     cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(smollm2_file().path)]
     cmd += ["--host", "127.0.0.1", "--port", str(port), "--n_ctx", "2048", "--model_alias", "smollm2"]
@@ -92,7 +86,7 @@ def test_openai_backend_structured_reply_and_cache(server, tmp_path):
 
 
 def test_openai_backend_unreachable_server_falls_back(tmp_path):
-    client = _client(f"http://127.0.0.1:{_free_port()}/v1", tmp_path, retries=1, backoff_s=0.01, cache=False)
+    client = _client(f"http://127.0.0.1:{free_port()}/v1", tmp_path, retries=1, backoff_s=0.01, cache=False)
     qs = LLMDecomposer(client, max_questions=3).decompose("Abbey Road was released in 1969.")
     st = client.stats.stage("decompose")
     assert qs == [] and st.errors == 2 and st.retries == 1 and st.fallbacks == 1

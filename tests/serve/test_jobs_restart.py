@@ -18,7 +18,7 @@ import pytest
 httpx = pytest.importorskip("httpx")
 pytest.importorskip("python_multipart", reason="python-multipart (the serve extra) is not installed")
 
-from .serve_process import start_serve  # noqa: E402
+from app.serve.launch import start_serve  # noqa: E402
 
 N = 3000
 
@@ -26,8 +26,7 @@ N = 3000
 def start(world, state: Path, log: Path) -> tuple[subprocess.Popen, str]:
     args = ["--configs", str(world.configs["baseline"]), "--state-dir", str(state),
             "--results-dir", str(world.results), "--micro-batch", "4"]  # fmt: skip
-    proc, port = start_serve(args, log)
-    return proc, f"http://127.0.0.1:{port}"
+    return start_serve(args, log, seconds=180)
 
 
 def verified(url: str) -> float:

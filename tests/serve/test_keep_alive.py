@@ -12,7 +12,7 @@ import pytest
 httpx = pytest.importorskip("httpx")
 pytest.importorskip("uvicorn", reason="uvicorn (the serve extra) is not installed")
 
-from .serve_process import start_serve  # noqa: E402
+from app.serve.launch import start_serve  # noqa: E402
 
 HEALTH = b"GET /v1/health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
 
@@ -31,9 +31,9 @@ def answer(conn: socket.socket) -> bytes:
 def test_an_idle_connection_stays_open_for_keep_alive_seconds_then_closes(world, tmp_path):
     args = ["--configs", str(world.configs["baseline"]), "--state-dir", str(tmp_path / "state"),
             "--no-history", "--keep-alive", "7"]  # fmt: skip
-    proc, port = start_serve(args, tmp_path / "serve.log", wait_for="/v1/health", seconds=120)
+    proc, url = start_serve(args, tmp_path / "serve.log", wait_for="/v1/health", seconds=120)
     try:
-        with socket.create_connection(("127.0.0.1", port), timeout=10) as conn:
+        with socket.create_connection(("127.0.0.1", int(url.rsplit(":", 1)[1])), timeout=10) as conn:
             conn.sendall(HEALTH)
             assert answer(conn).startswith(b"HTTP/1.1 200")
             time.sleep(5.5)  # idle past uvicorn's own 5 s: the same connection takes the next request
