@@ -8,6 +8,7 @@ import it before the serve extra is installed.
 
 from __future__ import annotations
 
+import http.client
 import socket
 import subprocess
 import sys
@@ -38,7 +39,7 @@ def _answers(url: str) -> bool:
     try:
         with urllib.request.urlopen(url, timeout=5) as r:
             return r.status == 200
-    except (urllib.error.URLError, OSError):  # refused, 503 while loading, a reset
+    except (urllib.error.URLError, http.client.HTTPException, OSError):  # refused, 503 while loading, a reset
         return False
 
 
