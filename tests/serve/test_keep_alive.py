@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import socket
 import time
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -32,8 +33,9 @@ def test_an_idle_connection_stays_open_for_keep_alive_seconds_then_closes(world,
     args = ["--configs", str(world.configs["baseline"]), "--state-dir", str(tmp_path / "state"),
             "--no-history", "--keep-alive", "7"]  # fmt: skip
     proc, url = start_serve(args, tmp_path / "serve.log", wait_for="/v1/health", seconds=120)
+    parts = urlsplit(url)
     try:
-        with socket.create_connection(("127.0.0.1", int(url.rsplit(":", 1)[1])), timeout=10) as conn:
+        with socket.create_connection((parts.hostname, parts.port), timeout=10) as conn:
             conn.sendall(HEALTH)
             assert answer(conn).startswith(b"HTTP/1.1 200")
             time.sleep(5.5)  # idle past uvicorn's own 5 s: the same connection takes the next request
